@@ -1,0 +1,181 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxStateBatches bounds status.stateBatches: Kafka's largest in-flight window
+// (group.share.partition.max.record.locks, at most 10000) cannot need more batches than records.
+const MaxStateBatches = 10000
+
+// SharePartitionStateSpec names the share-partition whose state the object holds. It is set when the
+// object is created and never changes.
+// +kubebuilder:validation:XValidation:rule="self.groupId == oldSelf.groupId && self.topicId == oldSelf.topicId && self.partition == oldSelf.partition",message="groupId, topicId and partition are immutable"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.topicName) || (has(self.topicName) && self.topicName == oldSelf.topicName)",message="topicName is immutable once set"
+type SharePartitionStateSpec struct {
+	// groupId is the Kafka share group id.
+	// +required
+	GroupID GroupID `json:"groupId"`
+
+	// topicId is the Kafka topic id of the partition.
+	// +required
+	TopicID TopicID `json:"topicId"`
+
+	// topicName is the topic's name, for people: Kafka keys share state by topicId alone.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=249
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
+	TopicName string `json:"topicName,omitempty"`
+
+	// partition is the topic partition's index.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Partition int32 `json:"partition"`
+}
+
+// StateBatch is one run of offsets with one delivery state and count, stored as the compact string
+// "<firstOffset>[-<lastOffset>]/<deliveryState>/<deliveryCount>" (the last offset is left out when it
+// equals the first). deliveryState is Kafka's byte: 0 AVAILABLE, 2 ACKNOWLEDGED, 3 ARCHIVING,
+// 4 ARCHIVED. Example: "1000-1009/2/1" is offsets 1000 to 1009 acknowledged after one delivery.
+// +kubebuilder:validation:MaxLength=47
+// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0234]/(0|[1-9][0-9]{0,4})$`
+// +kubebuilder:validation:XValidation:rule="!self.split('/')[0].contains('-') || int(self.split('/')[0].split('-')[0]) < int(self.split('/')[0].split('-')[1])",message="lastOffset must be above firstOffset (leave it out when they are equal)"
+// +kubebuilder:validation:XValidation:rule="int(self.split('/')[2]) <= 32767",message="deliveryCount must fit an int16"
+type StateBatch string
+
+// LeaderRef identifies the share-partition leader that last Read or wrote the state: the broker and
+// its pod, so the operator can fence the state when that pod is gone.
+type LeaderRef struct {
+	// brokerId is the Kafka broker id (node id) of the leader.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	BrokerID int32 `json:"brokerId"`
+
+	// podName is the name of the leader's broker pod, in the object's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PodName string `json:"podName,omitempty"`
+
+	// podUID is the UID of the leader's broker pod: a pod recreated under the same name is another leader.
+	// +optional
+	// +kubebuilder:validation:MaxLength=36
+	PodUID string `json:"podUID,omitempty"`
+
+	// leaderEpoch is the partition leader epoch the leader holds.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	LeaderEpoch int32 `json:"leaderEpoch"`
+
+	// since is when this leader first Read or wrote the state.
+	// +optional
+	Since metav1.Time `json:"since,omitempty"`
+}
+
+// SharePartitionStateStatus is the persisted share-partition state (spec §5) and what the operator
+// observed of it. The persister writes the state fields; the operator writes conditions and raises
+// stateEpoch to fence a stale leader.
+type SharePartitionStateStatus struct {
+	// stateEpoch is the version of the state. Only Initialize and the operator's fencing raise it; a
+	// writer holding an older one is answered FENCED_STATE_EPOCH. It never goes down.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	StateEpoch int32 `json:"stateEpoch"`
+
+	// leaderEpoch is the highest partition leader epoch that has Read the state. A caller with a lower
+	// one is answered FENCED_LEADER_EPOCH. It never goes down.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LeaderEpoch int32 `json:"leaderEpoch"`
+
+	// startOffset is the first offset still tracked; every offset below it is done. -1 means not set
+	// yet (the leader applies share.auto.offset.reset). It goes down only with a higher stateEpoch.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	StartOffset int64 `json:"startOffset"`
+
+	// deliveryCompleteCount is the number of offsets at or above startOffset whose delivery is
+	// complete (acknowledged or archived); -1 when unknown.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	DeliveryCompleteCount int32 `json:"deliveryCompleteCount"`
+
+	// stateBatches are the in-flight records' states above startOffset, sorted by first offset and
+	// non-overlapping. Offsets no batch covers have not been delivered yet.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10000
+	StateBatches []StateBatch `json:"stateBatches,omitempty"`
+
+	// leader is the share-partition leader that last Read or wrote the state; unset once fenced.
+	// +optional
+	Leader *LeaderRef `json:"leader,omitempty"`
+
+	// createTime is when the state was (re)initialized.
+	// +optional
+	CreateTime *metav1.Time `json:"createTime,omitempty"`
+
+	// writeTime is when the state was last written.
+	// +optional
+	WriteTime *metav1.Time `json:"writeTime,omitempty"`
+
+	// writeCount counts the status updates the persister made since the state was (re)initialized.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WriteCount int64 `json:"writeCount,omitempty"`
+
+	// conditions are the operator's observations: Initialized and Fenced.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the operator last acted on.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// SharePartitionState holds the Kafka share-group state of one (group, topic, partition): its epochs,
+// start offset and in-flight record states, and the leader that holds it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sps,categories=sharestate
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupId`
+// +kubebuilder:printcolumn:name="Topic",type=string,JSONPath=`.spec.topicName`
+// +kubebuilder:printcolumn:name="Topic ID",type=string,JSONPath=`.spec.topicId`,priority=1
+// +kubebuilder:printcolumn:name="Partition",type=integer,JSONPath=`.spec.partition`
+// +kubebuilder:printcolumn:name="State Epoch",type=integer,JSONPath=`.status.stateEpoch`
+// +kubebuilder:printcolumn:name="Leader Epoch",type=integer,JSONPath=`.status.leaderEpoch`
+// +kubebuilder:printcolumn:name="Start Offset",type=integer,JSONPath=`.status.startOffset`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader.podName`
+// +kubebuilder:printcolumn:name="Broker",type=integer,JSONPath=`.status.leader.brokerId`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && self.status.leaderEpoch >= oldSelf.status.leaderEpoch)",message="status.leaderEpoch may not be lowered"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.startOffset) || (has(self.status) && has(self.status.startOffset) && (self.status.startOffset >= oldSelf.status.startOffset || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.startOffset may be lowered only together with a higher status.stateEpoch (a reset)"
+type SharePartitionState struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec names the share-partition.
+	// +required
+	Spec SharePartitionStateSpec `json:"spec"`
+
+	// status holds the share-partition's state.
+	// +optional
+	Status SharePartitionStateStatus `json:"status,omitempty"`
+}
+
+// SharePartitionStateList is a list of SharePartitionState.
+// +kubebuilder:object:root=true
+type SharePartitionStateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SharePartitionState `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SharePartitionState{}, &SharePartitionStateList{})
+}

@@ -1,0 +1,124 @@
+// Package testenv starts a real control plane (kube-apiserver and etcd, through controller-runtime's
+// envtest) with the project's CRDs installed, for the integration tests of every package.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+
+	sharestatev1alpha1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// Env is a running control plane.
+type Env struct {
+	env    *envtest.Environment
+	Config *rest.Config
+	Scheme *k8sruntime.Scheme
+	Client client.Client
+}
+
+// RepoRoot is the repository's top directory, found from this file's location.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// ErrNoAssets says the control-plane binaries are not configured.
+var ErrNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds " +
+	"kube-apiserver and etcd once (hack/envtest-assets.sh) and points KUBEBUILDER_ASSETS at them")
+
+// Start starts kube-apiserver and etcd and installs the CRDs of config/crd/bases.
+func Start() (*Env, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, ErrNoAssets
+	}
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := sharestatev1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	// Tests hammer the API server on purpose; client-side throttling would measure the client instead.
+	cfg.QPS, cfg.Burst = -1, -1
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return &Env{env: env, Config: cfg, Scheme: scheme, Client: c}, nil
+}
+
+// Stop stops the control plane.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// Run is a TestMain body: with -short it runs the tests without a control plane (those that need one
+// skip themselves through Require); otherwise it starts one, runs the tests and stops it. set receives
+// the running Env (nil with -short).
+func Run(m *testing.M, set func(*Env)) int {
+	flag.Parse()
+	if testing.Short() {
+		set(nil)
+		return m.Run()
+	}
+	env, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	set(env)
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	return code
+}
+
+// Require skips a test in -short mode, where no control plane runs.
+func Require(t testing.TB, env *Env) {
+	t.Helper()
+	if env == nil {
+		t.Skip("needs a control plane; skipped with -short (run `make test`)")
+	}
+}
+
+// Namespace creates a namespace of its own for the test and deletes it when the test ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// GVR is the resource of a kind of this project's API.
+func GVR(resource string) schema.GroupVersionResource {
+	return sharestatev1alpha1.GroupVersion.WithResource(resource)
+}
