@@ -13,10 +13,10 @@ import (
 //	1000000000000-1000000000009/0/3
 //
 // The last offset is omitted when it equals the first. The form is readable in `kubectl get -o yaml`,
-// checked by the CRD schema (a pattern plus a CEL rule for last >= first), and compact: a single-offset
-// batch at offsets near 10^12 takes 20 bytes of JSON with its quotes and comma, where a JSON object
-// with named fields takes about 70. Every write stores the whole status again in etcd, so this size
-// multiplies into the write load.
+// checked by the CRD schema (a pattern, plus CEL rules for last > first and the int64 and int16
+// ranges), and compact: a single-offset batch at offsets near 10^12 takes 20 bytes of JSON with its
+// quotes and comma, where a JSON object with named fields takes about 70. Every write stores the whole
+// status again in etcd, so this size multiplies into the write load.
 //
 // BatchPattern is the regular expression the CRD schema enforces on each element; FormatBatch only
 // produces strings that match it and ParseBatch accepts exactly those.
