@@ -252,7 +252,3 @@ type ShareGroupList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ShareGroup `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ShareGroup{}, &ShareGroupList{})
-}

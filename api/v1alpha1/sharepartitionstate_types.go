@@ -175,7 +175,3 @@ type SharePartitionStateList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []SharePartitionState `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&SharePartitionState{}, &SharePartitionStateList{})
-}

@@ -62,6 +62,8 @@ func Start() (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start leaves the processes running when a later step (installing the CRDs) fails.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
 	// Tests hammer the API server on purpose; client-side throttling would measure the client instead.

@@ -17,7 +17,7 @@ import (
 // ranges), and compact: a single-offset batch at offsets near 10^12 takes 20 bytes of JSON with its
 // quotes and comma, where a JSON object with named fields takes about 70. Every write stores the whole
 // status again in etcd, so this size multiplies into the write load.
-//
+
 // BatchPattern is the regular expression the CRD schema enforces on each element; FormatBatch only
 // produces strings that match it and ParseBatch accepts exactly those.
 const BatchPattern = `^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0234]/(0|[1-9][0-9]{0,4})$`

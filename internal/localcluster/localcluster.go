@@ -1,0 +1,116 @@
+// Package localcluster runs the system for a developer: on the cluster a kubeconfig names, or, when
+// none is configured, on a local control plane (kube-apiserver and etcd, started through envtest)
+// whose data survives restarts.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Options configure Start.
+type Options struct {
+	// RunDir keeps the local control plane's etcd data and the kubeconfig written for it.
+	RunDir string
+	// CRDDir holds the CRD manifests to install.
+	CRDDir string
+	// Kubeconfig names an existing cluster to use instead of a local control plane; empty for local.
+	Kubeconfig string
+}
+
+// Cluster is a running system.
+type Cluster struct {
+	// Config reaches the cluster's API server as an administrator.
+	Config *rest.Config
+	// KubeconfigPath is the kubeconfig a user passes to kubectl.
+	KubeconfigPath string
+	// Local says whether the control plane was started here (and is stopped by Stop).
+	Local bool
+
+	env *envtest.Environment
+}
+
+// Start brings up the cluster (or connects to the configured one) and installs the CRDs.
+func Start(opts Options) (*Cluster, error) {
+	if opts.Kubeconfig != "" {
+		return connect(opts)
+	}
+	return startLocal(opts)
+}
+
+func connect(opts Options) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", opts.Kubeconfig, err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{opts.CRDDir}, ErrorIfPathMissing: true}); err != nil {
+		return nil, fmt.Errorf("installing the CRDs: %w", err)
+	}
+	return &Cluster{Config: cfg, KubeconfigPath: opts.Kubeconfig}, nil
+}
+
+func startLocal(opts Options) (*Cluster, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, errors.New("KUBEBUILDER_ASSETS is not set: start the local control plane with `make run`, " +
+			"which builds kube-apiserver and etcd once and points KUBEBUILDER_ASSETS at them")
+	}
+	runDir, err := filepath.Abs(opts.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	etcdDir := filepath.Join(runDir, "etcd")
+	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", etcdDir, err)
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{opts.CRDDir},
+		ErrorIfCRDPathMissing: true,
+	}
+	// A data directory we name is kept on Stop (envtest removes only the ones it made up), so the
+	// objects survive a restart of `make run`.
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop() // Start leaves the processes running when installing the CRDs fails
+		return nil, fmt.Errorf("starting the local control plane: %w", err)
+	}
+	c := &Cluster{Config: cfg, Local: true, env: env, KubeconfigPath: filepath.Join(runDir, "kubeconfig")}
+	if err := c.writeAdminKubeconfig(); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// writeAdminKubeconfig writes a kubeconfig for an administrator of the local control plane.
+func (c *Cluster) writeAdminKubeconfig() error {
+	admin, err := c.env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("creating the admin user: %w", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("rendering the admin kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(c.KubeconfigPath, kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", c.KubeconfigPath, err)
+	}
+	c.Config = admin.Config()
+	return nil
+}
+
+// Stop stops a local control plane (its data stays in the run directory); for a remote cluster it
+// does nothing.
+func (c *Cluster) Stop(_ context.Context) error {
+	if c.env == nil {
+		return nil
+	}
+	return c.env.Stop()
+}
