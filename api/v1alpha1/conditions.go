@@ -48,3 +48,7 @@ const (
 	// ReasonResetUndeclaredTopic: the offset reset names a topic the group does not declare.
 	ReasonResetUndeclaredTopic = "ResetUndeclaredTopic"
 )
+
+// LabelShareGroup is set on every SharePartitionState to its ShareGroup's name, so a group's
+// partitions can be listed by label.
+const LabelShareGroup = "sharestate.dev/share-group"

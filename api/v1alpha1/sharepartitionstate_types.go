@@ -124,6 +124,13 @@ type SharePartitionStateStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	WriteCount int64 `json:"writeCount,omitempty"`
 
+	// lastWriteId is a random token the persister sets on every status update it makes. A persister
+	// that lost the answer to an update reads the object again and finds its token there if, and only
+	// if, its update was the last one applied.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	LastWriteID string `json:"lastWriteId,omitempty"`
+
 	// conditions are the operator's observations: Initialized and Fenced.
 	// +optional
 	// +listType=map

@@ -1,0 +1,50 @@
+package sharestate
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// delete is one partition's Delete: it removes the partition's object. The delete names the object's
+// UID, so a retry after a lost answer never removes a state that an Initialize created meanwhile.
+func (p *Persister) delete(ctx context.Context, group string, topic TopicID, in DeletePartition) Outcome {
+	if o := checkGroup(group); !o.OK() {
+		return o
+	}
+	if o := CheckKeyInput(topic, in.Partition); !o.OK() {
+		return o
+	}
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	if o := p.checkKnown(ctx, group, topic, in.Partition); !o.OK() {
+		return o
+	}
+	key := partitionKey{group: group, topic: topic, partition: in.Partition}
+	s := p.slots.get(key)
+	defer s.remember(nil)
+	obj, err := p.getWithRetry(ctx, key)
+	if err != nil {
+		return unavailable(err)
+	}
+	if obj == nil {
+		return Outcome{}
+	}
+	uid := obj.UID
+	err = p.withRetry(ctx, "delete", func(ctx context.Context) error {
+		return p.opts.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	})
+	switch classify(err) {
+	case classOK, classNotFound:
+		return Outcome{}
+	case classConflict:
+		// The object was deleted, and created again by an Initialize, since we read it: the state we
+		// were asked to delete is gone, and the new one is not ours to delete.
+		return Outcome{}
+	case classRetriable:
+		return unavailable(err)
+	default:
+		return fail(ErrUnknownServerError, "%v", fmt.Errorf("deleting the SharePartitionState: %w", err))
+	}
+}

@@ -1,0 +1,141 @@
+package sharestate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// errNoObject tells initialize that the state must be created, which an update cannot do.
+var errNoObject = errors.New("the share-partition has no object yet")
+
+// initialize is one partition's Initialize.
+func (p *Persister) initialize(ctx context.Context, group string, topic TopicID, in InitializePartition) Outcome {
+	if o := checkGroup(group); !o.OK() {
+		return o
+	}
+	if o := CheckInitializeInput(topic, in); !o.OK() {
+		return o
+	}
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	known, err := p.topology.known(ctx, group, topic, in.Partition)
+	if err != nil {
+		return unavailable(err)
+	}
+	key := partitionKey{group: group, topic: topic, partition: in.Partition}
+	var outcome Outcome
+	compute := func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+		stored, err := stateOf(obj)
+		if err != nil {
+			// A reset at a higher state epoch is how an admin recovers a corrupt state: only the
+			// stored state epoch matters to Initialize, and the batches are thrown away.
+			if obj.Status.StateEpoch >= in.StateEpoch {
+				return nil, err
+			}
+			stored = &State{StateEpoch: obj.Status.StateEpoch}
+		}
+		next, reset, o := ApplyInitialize(stored, in, known)
+		outcome = o
+		if !o.OK() || !reset {
+			return nil, nil
+		}
+		if obj == nil {
+			return nil, errNoObject
+		}
+		write := obj.DeepCopy()
+		resetState(write, next, p.now())
+		return write, nil
+	}
+	s := p.slots.get(key)
+	var start *v1.SharePartitionState // nil: read first; Initialize is rare, so always read
+	for range 3 {
+		obj, result, err := p.updateLoop(ctx, key, start, compute)
+		if errors.Is(err, errNoObject) {
+			if start, err = p.createObject(ctx, key); err != nil {
+				return unavailable(err)
+			}
+			continue
+		}
+		if !loopEnded(result) {
+			s.remember(nil)
+			return p.outcomeOf(key, result, err)
+		}
+		s.remember(obj)
+		return outcome
+	}
+	return fail(ErrCoordinatorLoadInProgress, "the share-partition's object keeps disappearing; retry")
+}
+
+// createObject creates the partition's SharePartitionState (without state: the status is written
+// next), and its group's ShareGroup if there is none. An object someone else created is as good.
+func (p *Persister) createObject(ctx context.Context, key partitionKey) (*v1.SharePartitionState, error) {
+	owner, err := p.ensureShareGroup(ctx, key.group)
+	if err != nil {
+		return nil, err
+	}
+	obj := newObject(p.opts.Namespace, key, owner)
+	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.Client.Create(ctx, obj) })
+	switch classify(err) {
+	case classOK:
+		return obj, nil
+	case classExists:
+		return p.getWithRetry(ctx, key)
+	default:
+		return nil, fmt.Errorf("creating the SharePartitionState: %w", err)
+	}
+}
+
+// ensureShareGroup returns the group's ShareGroup, creating one that declares nothing if there is none.
+func (p *Persister) ensureShareGroup(ctx context.Context, group string) (*v1.ShareGroup, error) {
+	sg := &v1.ShareGroup{}
+	name := client.ObjectKey{Namespace: p.opts.Namespace, Name: v1.ShareGroupName(group)}
+	err := p.withRetry(ctx, "get", func(ctx context.Context) error { return p.opts.Client.Get(ctx, name, sg) })
+	if classify(err) != classNotFound {
+		return sg, err
+	}
+	sg = &v1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name},
+		Spec:       v1.ShareGroupSpec{GroupID: v1.GroupID(group)},
+	}
+	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.Client.Create(ctx, sg) })
+	if classify(err) == classExists {
+		err = p.withRetry(ctx, "get", func(ctx context.Context) error { return p.opts.Client.Get(ctx, name, sg) })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the ShareGroup: %w", err)
+	}
+	p.topology.forget(group)
+	return sg, nil
+}
+
+// withRetry runs one API request, each attempt bounded by RequestTimeout, retrying with backoff while
+// it fails in a retriable way and ctx lasts. It returns the last error.
+func (p *Persister) withRetry(ctx context.Context, verb string, request func(context.Context) error) error {
+	var bo backoff
+	for {
+		reqCtx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
+		err := request(reqCtx)
+		cancel()
+		p.metrics.apiRequest(verb, err)
+		if classify(err) != classRetriable || !bo.wait(ctx) {
+			return err
+		}
+	}
+}
+
+// getWithRetry reads the partition's object (nil: none), retrying while the API server is unavailable.
+func (p *Persister) getWithRetry(ctx context.Context, key partitionKey) (*v1.SharePartitionState, error) {
+	var bo backoff
+	for {
+		obj, err := p.getObject(ctx, key)
+		if err == nil || classify(err) != classRetriable || !bo.wait(ctx) {
+			return obj, err
+		}
+	}
+}

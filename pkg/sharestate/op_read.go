@@ -1,0 +1,60 @@
+package sharestate
+
+import (
+	"context"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// read is one partition's Read: the state as stored, after storing a higher leader epoch and recording
+// this persister's broker as the leader when either changed.
+func (p *Persister) read(ctx context.Context, group string, topic TopicID, in ReadPartition) ReadResult {
+	res := ReadResult{PartitionResult: PartitionResult{Partition: in.Partition}}
+	fail := func(o Outcome) ReadResult {
+		res.ErrorCode, res.ErrorMessage = o.Code, o.Message
+		return res
+	}
+	if o := checkGroup(group); !o.OK() {
+		return fail(o)
+	}
+	if o := CheckReadInput(topic, in); !o.OK() {
+		return fail(o)
+	}
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	known, err := p.topology.known(ctx, group, topic, in.Partition)
+	if err != nil {
+		return fail(unavailable(err))
+	}
+	var (
+		outcome Outcome
+		state   State
+	)
+	compute := func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+		stored, err := stateOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		next, raised, o := ApplyRead(stored, in, known)
+		outcome, state = o, next
+		if !o.OK() || !raised && p.leaderRecorded(obj, in.LeaderEpoch) {
+			return nil, nil
+		}
+		write := obj.DeepCopy()
+		write.Status.LeaderEpoch = next.LeaderEpoch
+		recordLeader(write, p.opts.Identity, in.LeaderEpoch, p.now())
+		return write, nil
+	}
+	s := p.slots.get(partitionKey{group: group, topic: topic, partition: in.Partition})
+	obj, result, err := p.updateLoop(ctx, s.key, s.cachedObject(), compute)
+	if !loopEnded(result) {
+		s.remember(nil)
+		return fail(p.outcomeOf(s.key, result, err))
+	}
+	s.remember(obj)
+	if !outcome.OK() {
+		return fail(outcome)
+	}
+	res.StateEpoch, res.StartOffset, res.StateBatches = state.StateEpoch, state.StartOffset, state.Batches
+	return res
+}

@@ -1,0 +1,99 @@
+package sharestate
+
+import (
+	"context"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// write validates one partition's Write and queues it behind the partition's update in flight, if
+// any; the first writer of a burst starts the slot's committer. There is no linger: an idle
+// partition's write goes out at once.
+func (p *Persister) write(ctx context.Context, group string, topic TopicID, in WritePartition) Outcome {
+	if o := checkGroup(group); !o.OK() {
+		return o
+	}
+	if o := CheckWriteInput(topic, in, p.opts.Limits); !o.OK() {
+		return o
+	}
+	known, err := p.topology.known(ctx, group, topic, in.Partition)
+	if err != nil {
+		return unavailable(err)
+	}
+	s := p.slots.get(partitionKey{group: group, topic: topic, partition: in.Partition})
+	w := &pendingWrite{req: in, known: known, done: make(chan Outcome, 1)}
+	queued, start := s.enqueue(w, p.opts.MaxPendingWrites)
+	if !queued {
+		return fail(ErrCoordinatorLoadInProgress, "%d writes are already queued for partition %d", p.opts.MaxPendingWrites, in.Partition)
+	}
+	if start {
+		go p.commitLoop(s)
+	}
+	select {
+	case o := <-w.done:
+		return o
+	case <-ctx.Done():
+		// The write may still be applied: the caller only stops waiting, and is told it is unknown.
+		return unavailable(ctx.Err())
+	}
+}
+
+// commitLoop commits the slot's queue, one status update per round, until the queue is empty.
+func (p *Persister) commitLoop(s *slot) {
+	for {
+		ops := s.take(p.opts.MaxWritesPerUpdate)
+		if ops == nil {
+			return
+		}
+		writesPerUpdate.Observe(float64(len(ops)))
+		for i, o := range p.commitWrites(s, ops) {
+			ops[i].done <- o
+		}
+	}
+}
+
+// commitWrites applies the queued writes, in queue order, to the partition's state and stores the
+// result in one conditional status update. Each write is validated against the state the writes before
+// it left (spec §4), so a fenced write fails alone and the others go on.
+func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []Outcome {
+	// The committer serves many callers; none of their contexts may cut it short.
+	ctx, cancel := p.operationContext(context.Background())
+	defer cancel()
+	outcomes := make([]Outcome, len(ops))
+	compute := func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+		stored, err := stateOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		now := p.now()
+		var write *v1.SharePartitionState
+		current := stored
+		for i, w := range ops {
+			next, o := ApplyWrite(current, w.req, w.known, p.opts.Limits)
+			outcomes[i] = o
+			if !o.OK() {
+				continue
+			}
+			if write == nil {
+				write = obj.DeepCopy()
+			}
+			current = &next
+			recordWrite(write, p.opts.Identity, w.req.LeaderEpoch, now)
+		}
+		if write != nil {
+			setState(write, *current)
+		}
+		return write, nil
+	}
+	obj, result, err := p.updateLoop(ctx, s.key, s.cachedObject(), compute)
+	if !loopEnded(result) {
+		s.remember(nil)
+		o := p.outcomeOf(s.key, result, err)
+		for i := range outcomes {
+			outcomes[i] = o
+		}
+		return outcomes
+	}
+	s.remember(obj)
+	return outcomes
+}

@@ -1,0 +1,89 @@
+package sharestate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Identity is the broker a persister serves: it is recorded as a share-partition's leader on every Read
+// and Write, so the operator can fence the partition when that pod is gone.
+type Identity struct {
+	BrokerID int32
+	PodName  string
+	PodUID   string
+}
+
+// Options configure a Persister. Client and Namespace are required; the rest have defaults.
+type Options struct {
+	// Client talks to the API server. It must read from the API server itself (client.New), not
+	// from a cache: fencing decisions are never taken from a stale cache.
+	Client client.Client
+	// Namespace holds the ShareGroups and SharePartitionStates.
+	Namespace string
+	// Identity is recorded as the leader of the partitions this persister reads and writes.
+	Identity Identity
+
+	// Limits bound a write's batches and a state's batches (default DefaultLimits).
+	Limits Limits
+	// MaxWritesPerUpdate bounds how many queued writes of one partition one status update carries
+	// (default 256).
+	MaxWritesPerUpdate int
+	// MaxPendingWrites bounds the writes queued for one partition; a write beyond it is answered
+	// COORDINATOR_LOAD_IN_PROGRESS at once (default 4096).
+	MaxPendingWrites int
+	// MaxCachedPartitions bounds the partitions whose last object is kept to skip a GET before a write
+	// (default 10000); idle ones are evicted beyond it.
+	MaxCachedPartitions int
+	// RequestTimeout bounds one API request (default 10s).
+	RequestTimeout time.Duration
+	// OperationTimeout bounds the retries of one operation on a partition, after which it is answered
+	// COORDINATOR_NOT_AVAILABLE (default 15s).
+	OperationTimeout time.Duration
+	// TopologyTTL is how long a ShareGroup's declared topics are trusted before they are read again
+	// (default 10s).
+	TopologyTTL time.Duration
+	// Now returns the current time (default time.Now); tests set it.
+	Now func() time.Time
+	// Logger receives what the persister swallows: corrupt stored state, refused updates (default:
+	// discard).
+	Logger logr.Logger
+}
+
+func (o *Options) setDefaults() error {
+	if o.Client == nil {
+		return errors.New("sharestate: Options.Client is required")
+	}
+	if o.Namespace == "" {
+		return errors.New("sharestate: Options.Namespace is required")
+	}
+	if o.Identity.BrokerID < 0 {
+		return fmt.Errorf("sharestate: broker id %d is negative", o.Identity.BrokerID)
+	}
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits
+	}
+	setDefault(&o.MaxWritesPerUpdate, 256)
+	setDefault(&o.MaxPendingWrites, 4096)
+	setDefault(&o.MaxCachedPartitions, 10000)
+	setDefault(&o.RequestTimeout, 10*time.Second)
+	setDefault(&o.OperationTimeout, 15*time.Second)
+	setDefault(&o.TopologyTTL, 10*time.Second)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return nil
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -1,0 +1,162 @@
+package sharestate
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// Persister implements the share-state persister's five operations (spec §2) against
+// SharePartitionState objects. It is safe for concurrent use; several persisters (one per broker pod)
+// may serve the same partitions: every status write is conditional on the resourceVersion it was
+// computed from. Every operation answers per partition, in the request's order: one partition's error
+// never fails the others.
+type Persister struct {
+	opts     Options
+	slots    *slotTable
+	topology *topology
+	metrics  *persisterMetrics
+	log      logr.Logger
+}
+
+// maxParallelPartitions bounds the partitions of one request worked on at once.
+const maxParallelPartitions = 64
+
+// New returns a Persister.
+func New(opts Options) (*Persister, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Persister{
+		opts:     opts,
+		slots:    newSlotTable(opts.MaxCachedPartitions),
+		topology: newTopology(opts.Client, opts.Namespace, opts.TopologyTTL, opts.Now),
+		metrics:  newPersisterMetrics(),
+		log:      opts.Logger,
+	}, nil
+}
+
+// Initialize creates or resets the state of each partition (spec §5): a fresh state at a higher state
+// epoch, nothing at an equal one. It creates the SharePartitionState, and the group's ShareGroup if
+// there is none, which then owns it.
+func (p *Persister) Initialize(ctx context.Context, req InitializeRequest) InitializeResponse {
+	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in InitializePartition) PartitionResult {
+		return p.answer("initialize", in.Partition, p.initialize(ctx, req.GroupID, topic, in))
+	})
+}
+
+// Read returns each partition's state (spec §5), first storing a higher leader epoch, which fences
+// older leaders, and recording this persister's broker as the leader.
+func (p *Persister) Read(ctx context.Context, req ReadRequest) ReadResponse {
+	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in ReadPartition) ReadResult {
+		res := p.read(ctx, req.GroupID, topic, in)
+		res.PartitionResult = p.answer("read", in.Partition, Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
+		return res
+	})
+}
+
+// Write combines each partition's new state batches into its stored state (spec §5, §7). Writes of one
+// partition that arrive while an update of it is in flight go together into the next update.
+func (p *Persister) Write(ctx context.Context, req WriteRequest) WriteResponse {
+	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in WritePartition) PartitionResult {
+		start := time.Now()
+		o := p.write(ctx, req.GroupID, topic, in)
+		writeDuration.Observe(time.Since(start).Seconds())
+		return p.answer("write", in.Partition, o)
+	})
+}
+
+// Delete removes each partition's state; deleting what does not exist succeeds.
+func (p *Persister) Delete(ctx context.Context, req DeleteRequest) DeleteResponse {
+	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in DeletePartition) PartitionResult {
+		return p.answer("delete", in.Partition, p.delete(ctx, req.GroupID, topic, in))
+	})
+}
+
+// ReadSummary returns each partition's epochs, start offset and delivery-complete count; a partition
+// with no state is not an error (spec §5). It never writes.
+func (p *Persister) ReadSummary(ctx context.Context, req ReadSummaryRequest) ReadSummaryResponse {
+	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in ReadSummaryPartition) ReadSummaryResult {
+		res := p.readSummary(ctx, req.GroupID, topic, in)
+		res.PartitionResult = p.answer("read_summary", in.Partition, Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
+		return res
+	})
+}
+
+// answer counts the outcome and makes it a partition's result.
+func (p *Persister) answer(op string, partition int32, o Outcome) PartitionResult {
+	p.metrics.operation(op, o.Code)
+	return PartitionResult{Partition: partition, ErrorCode: o.Code, ErrorMessage: o.Message}
+}
+
+// fanOut answers every partition of a request with fn, in parallel, keeping the request's order.
+func fanOut[P, R any](ctx context.Context, req Request[P], fn func(context.Context, TopicID, P) R) Response[R] {
+	resp := Response[R]{Topics: make([]TopicData[R], len(req.Topics))}
+	if len(req.Topics) == 1 && len(req.Topics[0].Partitions) == 1 { // the common case: no goroutine
+		t := req.Topics[0]
+		resp.Topics[0] = TopicData[R]{TopicID: t.TopicID, Partitions: []R{fn(ctx, t.TopicID, t.Partitions[0])}}
+		return resp
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelPartitions)
+	for ti, t := range req.Topics {
+		results := make([]R, len(t.Partitions))
+		resp.Topics[ti] = TopicData[R]{TopicID: t.TopicID, Partitions: results}
+		for pi, in := range t.Partitions {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				results[pi] = fn(ctx, t.TopicID, in)
+			}()
+		}
+	}
+	wg.Wait()
+	return resp
+}
+
+// checkGroup refuses a group id that cannot name a share group (spec §4's input checks).
+func checkGroup(group string) Outcome {
+	if group == "" {
+		return fail(ErrInvalidRequest, "group id is missing")
+	}
+	if len(group) > 255 {
+		return fail(ErrInvalidRequest, "group id is longer than 255 bytes")
+	}
+	return Outcome{}
+}
+
+// operationContext bounds one partition's operation, retries included.
+func (p *Persister) operationContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.opts.OperationTimeout)
+}
+
+func (p *Persister) now() metav1.Time { return metav1.NewTime(p.opts.Now()) }
+
+// outcomeOf maps how an update loop ended to a partition's answer, when the computed answer cannot
+// stand: the API server could not be reached (retriable) or something is wrong with the object.
+func (p *Persister) outcomeOf(key partitionKey, result updateResult, err error) Outcome {
+	switch result {
+	case updateUnknown, updateUnavailable:
+		return unavailable(err)
+	default:
+		p.log.Error(err, "Share-partition state could not be used", "group", key.group, "topicId", key.topic.String(), "partition", key.partition)
+		return fail(ErrUnknownServerError, "%v", err)
+	}
+}
+
+// loopEnded reports whether an update loop's computed answers stand.
+func loopEnded(result updateResult) bool {
+	return result == updateWritten || result == updateNoWrite
+}
+
+// leaderRecorded is true when obj needs no write to record this persister as leader at leaderEpoch.
+func (p *Persister) leaderRecorded(obj *v1.SharePartitionState, leaderEpoch int32) bool {
+	return isLeader(obj, p.opts.Identity, leaderEpoch)
+}

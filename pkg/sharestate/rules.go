@@ -1,0 +1,214 @@
+package sharestate
+
+import (
+	"fmt"
+	"math"
+)
+
+// This file is the sequential model of spec §4–§7: what each operation answers and does to one
+// share-partition's state, as pure functions. The Kubernetes-backed persister applies exactly these
+// functions to the state it read, and writes the result conditionally on the resourceVersion it read,
+// so that every answer is as if the operations ran one at a time.
+
+// State is one share-partition's persisted state (spec §5).
+type State struct {
+	StateEpoch            int32
+	LeaderEpoch           int32
+	StartOffset           int64
+	DeliveryCompleteCount int32
+	Batches               []StateBatch
+}
+
+// Outcome is a partition's answer: NONE, or an error code with a message.
+type Outcome struct {
+	Code    ErrorCode
+	Message string
+}
+
+// OK reports whether the outcome is NONE.
+func (o Outcome) OK() bool { return o.Code == ErrNone }
+
+func fail(code ErrorCode, format string, args ...any) Outcome {
+	return Outcome{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Limits bound what one write may carry and what a state may hold.
+type Limits struct {
+	// MaxBatchesPerWrite bounds the batches of one Write request (spec §4; default: the in-flight
+	// window, 2000).
+	MaxBatchesPerWrite int
+	// MaxStoredBatches bounds a stored state's batches (the CRD's limit).
+	MaxStoredBatches int
+}
+
+// DefaultLimits are Kafka's default in-flight window and the CRD's bound.
+var DefaultLimits = Limits{MaxBatchesPerWrite: 2000, MaxStoredBatches: 10000}
+
+// checkKey is checks 1 and 2 of spec §4, common to all five operations.
+func checkKey(topic TopicID, partition int32) Outcome {
+	if topic.IsZero() {
+		return fail(ErrInvalidRequest, "topic id is missing")
+	}
+	if partition < 0 {
+		return fail(ErrInvalidRequest, "partition %d is negative", partition)
+	}
+	return Outcome{}
+}
+
+// CheckWriteInput is Write's validation that needs no stored state: checks 1–4 of spec §4 and this
+// project's own input checks. It runs before a write is queued.
+func CheckWriteInput(topic TopicID, p WritePartition, limits Limits) Outcome {
+	if o := checkKey(topic, p.Partition); !o.OK() {
+		return o
+	}
+	switch {
+	case p.LeaderEpoch < 0:
+		return fail(ErrInvalidRequest, "leader epoch %d is negative", p.LeaderEpoch)
+	case p.StateEpoch < 0:
+		return fail(ErrInvalidRequest, "state epoch %d is negative", p.StateEpoch)
+	case p.StartOffset < -1:
+		return fail(ErrInvalidRequest, "start offset %d is below -1", p.StartOffset)
+	case p.DeliveryCompleteCount < -1:
+		return fail(ErrInvalidRequest, "delivery complete count %d is below -1", p.DeliveryCompleteCount)
+	case len(p.StateBatches) > limits.MaxBatchesPerWrite:
+		return fail(ErrInvalidRequest, "%d state batches exceed the maximum of %d per write", len(p.StateBatches), limits.MaxBatchesPerWrite)
+	}
+	for i, b := range p.StateBatches {
+		if err := b.Validate(); err != nil {
+			return fail(ErrInvalidRequest, "state batch %d: %v", i, err)
+		}
+	}
+	return Outcome{}
+}
+
+// ApplyWrite is Write on a stored state (nil: not initialized), after CheckWriteInput passed: checks
+// 5–8 of spec §4, then spec §5's effect. known says whether the topic partition is known (spec §6).
+func ApplyWrite(stored *State, p WritePartition, known bool, limits Limits) (State, Outcome) {
+	if stored == nil {
+		return State{}, fail(ErrInvalidRequest, "write of uninitialized share partition %d", p.Partition)
+	}
+	if stored.LeaderEpoch > p.LeaderEpoch {
+		return *stored, fail(ErrFencedLeaderEpoch, "leader epoch %d is older than the stored %d", p.LeaderEpoch, stored.LeaderEpoch)
+	}
+	if stored.StateEpoch > p.StateEpoch {
+		return *stored, fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
+	}
+	if !known {
+		return *stored, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+	}
+	next := *stored
+	if p.StartOffset != -1 && p.StartOffset > next.StartOffset {
+		next.StartOffset = p.StartOffset
+	}
+	if p.DeliveryCompleteCount != -1 {
+		next.DeliveryCompleteCount = p.DeliveryCompleteCount
+	}
+	next.Batches = CombineBatches(stored.Batches, p.StateBatches, next.StartOffset)
+	if len(next.Batches) > limits.MaxStoredBatches {
+		return *stored, fail(ErrInvalidRequest, "the state would hold %d batches, above the maximum of %d", len(next.Batches), limits.MaxStoredBatches)
+	}
+	return next, Outcome{}
+}
+
+// CheckReadInput is Read's validation that needs no stored state (checks 1–3 of spec §4).
+func CheckReadInput(topic TopicID, p ReadPartition) Outcome {
+	if o := checkKey(topic, p.Partition); !o.OK() {
+		return o
+	}
+	if p.LeaderEpoch < 0 {
+		return fail(ErrInvalidRequest, "leader epoch %d is negative", p.LeaderEpoch)
+	}
+	return Outcome{}
+}
+
+// ApplyRead is Read on a stored state (nil: not initialized), after CheckReadInput passed. A higher
+// leader epoch is stored (and fences older leaders); raised says the state must be written.
+func ApplyRead(stored *State, p ReadPartition, known bool) (next State, raised bool, o Outcome) {
+	if stored == nil {
+		return State{}, false, fail(ErrInvalidRequest, "read of uninitialized share partition %d", p.Partition)
+	}
+	if stored.LeaderEpoch > p.LeaderEpoch {
+		return *stored, false, fail(ErrFencedLeaderEpoch, "leader epoch %d is older than the stored %d", p.LeaderEpoch, stored.LeaderEpoch)
+	}
+	if !known {
+		return *stored, false, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+	}
+	next = *stored
+	if p.LeaderEpoch > stored.LeaderEpoch {
+		next.LeaderEpoch = p.LeaderEpoch
+		raised = true
+	}
+	return next, raised, Outcome{}
+}
+
+// CheckInitializeInput is Initialize's validation that needs no stored state.
+func CheckInitializeInput(topic TopicID, p InitializePartition) Outcome {
+	if o := checkKey(topic, p.Partition); !o.OK() {
+		return o
+	}
+	if p.StateEpoch < 0 {
+		return fail(ErrInvalidRequest, "state epoch %d is negative", p.StateEpoch)
+	}
+	if p.StartOffset < -1 {
+		return fail(ErrInvalidRequest, "start offset %d is below -1", p.StartOffset)
+	}
+	return Outcome{}
+}
+
+// ApplyInitialize is Initialize on a stored state (nil: none). reset says a fresh state replaces the
+// stored one; at an equal state epoch the stored state is kept and nothing is written.
+func ApplyInitialize(stored *State, p InitializePartition, known bool) (next State, reset bool, o Outcome) {
+	if stored != nil && stored.StateEpoch > p.StateEpoch {
+		return *stored, false, fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
+	}
+	if !known {
+		if stored != nil {
+			return *stored, false, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+		}
+		return State{}, false, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+	}
+	if stored != nil && stored.StateEpoch == p.StateEpoch {
+		return *stored, false, Outcome{}
+	}
+	return FreshState(p.StateEpoch, p.StartOffset), true, Outcome{}
+}
+
+// FreshState is the state Initialize (or a reset) creates: spec §5.
+func FreshState(stateEpoch int32, startOffset int64) State {
+	complete := int32(0)
+	if startOffset == -1 {
+		complete = -1
+	}
+	return State{StateEpoch: stateEpoch, StartOffset: startOffset, DeliveryCompleteCount: complete}
+}
+
+// CheckKeyInput is the validation of Delete and ReadSummary (checks 1 and 2 of spec §4).
+func CheckKeyInput(topic TopicID, partition int32) Outcome { return checkKey(topic, partition) }
+
+// SummaryOf is ReadSummary's answer for a stored state (nil: none, which is not an error).
+func SummaryOf(stored *State) ReadSummaryResult {
+	if stored == nil {
+		return ReadSummaryResult{StartOffset: -1, DeliveryCompleteCount: -1}
+	}
+	return ReadSummaryResult{
+		StateEpoch: stored.StateEpoch, LeaderEpoch: stored.LeaderEpoch,
+		StartOffset: stored.StartOffset, DeliveryCompleteCount: stored.DeliveryCompleteCount,
+	}
+}
+
+// InFlightRecords counts the offsets the batches cover whose delivery is not complete, saturating
+// at MaxInt64.
+func InFlightRecords(batches []StateBatch) int64 {
+	var n int64
+	for _, b := range batches {
+		if b.DeliveryState == DeliveryStateAcknowledged || b.DeliveryState == DeliveryStateArchived {
+			continue
+		}
+		span := b.LastOffset - b.FirstOffset + 1
+		if span <= 0 || n > math.MaxInt64-span {
+			return math.MaxInt64
+		}
+		n += span
+	}
+	return n
+}
