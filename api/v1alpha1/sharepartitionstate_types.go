@@ -83,7 +83,8 @@ type SharePartitionStateStatus struct {
 	StateEpoch int32 `json:"stateEpoch"`
 
 	// leaderEpoch is the highest partition leader epoch that has Read the state. A caller with a lower
-	// one is answered FENCED_LEADER_EPOCH. It never goes down.
+	// one is answered FENCED_LEADER_EPOCH. It goes down only when a reset (a higher stateEpoch) starts
+	// the state afresh at 0; the higher stateEpoch then fences the older leaders.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	LeaderEpoch int32 `json:"leaderEpoch"`
@@ -160,7 +161,7 @@ type SharePartitionStateStatus struct {
 // +kubebuilder:printcolumn:name="Broker",type=integer,JSONPath=`.status.leader.brokerId`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && self.status.leaderEpoch >= oldSelf.status.leaderEpoch)",message="status.leaderEpoch may not be lowered"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && (self.status.leaderEpoch >= oldSelf.status.leaderEpoch || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.leaderEpoch may be lowered only together with a higher status.stateEpoch (a reset)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.startOffset) || (has(self.status) && has(self.status.startOffset) && (self.status.startOffset >= oldSelf.status.startOffset || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.startOffset may be lowered only together with a higher status.stateEpoch (a reset)"
 type SharePartitionState struct {
 	metav1.TypeMeta   `json:",inline"`

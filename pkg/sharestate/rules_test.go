@@ -1,0 +1,177 @@
+package sharestate
+
+import (
+	"strings"
+	"testing"
+)
+
+var testTopic = TopicID{1, 2, 3}
+
+func TestCheckWriteInputOrder(t *testing.T) {
+	valid := WritePartition{Partition: 0, StateEpoch: 1, LeaderEpoch: 1, StartOffset: 0, DeliveryCompleteCount: -1,
+		StateBatches: []StateBatch{{FirstOffset: 0, LastOffset: 1, DeliveryState: DeliveryStateAcknowledged, DeliveryCount: 1}}}
+	tests := []struct {
+		name    string
+		topic   TopicID
+		mutate  func(*WritePartition)
+		want    ErrorCode
+		message string
+	}{
+		{"valid", testTopic, func(*WritePartition) {}, ErrNone, ""},
+		// Every input is wrong at once: the first check in spec §4's order names the error.
+		{"topic first", TopicID{}, func(w *WritePartition) { w.Partition, w.LeaderEpoch, w.StateEpoch = -1, -1, -1 }, ErrInvalidRequest, "topic id"},
+		{"then partition", testTopic, func(w *WritePartition) { w.Partition, w.LeaderEpoch, w.StateEpoch = -1, -1, -1 }, ErrInvalidRequest, "partition -1"},
+		{"then leader epoch", testTopic, func(w *WritePartition) { w.LeaderEpoch, w.StateEpoch = -1, -1 }, ErrInvalidRequest, "leader epoch -1"},
+		{"then state epoch", testTopic, func(w *WritePartition) { w.StateEpoch, w.StartOffset = -1, -2 }, ErrInvalidRequest, "state epoch -1"},
+		{"start offset below -1", testTopic, func(w *WritePartition) { w.StartOffset = -2 }, ErrInvalidRequest, "start offset -2"},
+		{"delivery complete count below -1", testTopic, func(w *WritePartition) { w.DeliveryCompleteCount = -2 }, ErrInvalidRequest, "delivery complete count"},
+		{"batch last below first", testTopic, func(w *WritePartition) { w.StateBatches[0].LastOffset = -1 }, ErrInvalidRequest, "state batch 0"},
+		{"batch acquired", testTopic, func(w *WritePartition) { w.StateBatches[0].DeliveryState = DeliveryStateAcquired }, ErrInvalidRequest, "cannot be stored"},
+		{"batch state 5", testTopic, func(w *WritePartition) { w.StateBatches[0].DeliveryState = 5 }, ErrInvalidRequest, "cannot be stored"},
+		{"batch negative count", testTopic, func(w *WritePartition) { w.StateBatches[0].DeliveryCount = -1 }, ErrInvalidRequest, "negative delivery count"},
+		{"batch negative offset", testTopic, func(w *WritePartition) { w.StateBatches[0].FirstOffset = -5 }, ErrInvalidRequest, "negative first offset"},
+		{"too many batches", testTopic, func(w *WritePartition) { w.StateBatches = make([]StateBatch, 3) }, ErrInvalidRequest, "exceed the maximum of 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := valid
+			w.StateBatches = append([]StateBatch(nil), valid.StateBatches...)
+			tt.mutate(&w)
+			o := CheckWriteInput(tt.topic, w, Limits{MaxBatchesPerWrite: 2, MaxStoredBatches: 10})
+			if o.Code != tt.want || !strings.Contains(o.Message, tt.message) {
+				t.Fatalf("got %s %q, want %s mentioning %q", o.Code, o.Message, tt.want, tt.message)
+			}
+		})
+	}
+}
+
+func TestApplyWriteOrderAndEffect(t *testing.T) {
+	stored := &State{StateEpoch: 5, LeaderEpoch: 5, StartOffset: 100, DeliveryCompleteCount: 3,
+		Batches: []StateBatch{{FirstOffset: 100, LastOffset: 109, DeliveryState: DeliveryStateAvailable, DeliveryCount: 1}}}
+	w := func(stateEpoch, leaderEpoch int32, start int64, dcc int32, batches ...StateBatch) WritePartition {
+		return WritePartition{StateEpoch: stateEpoch, LeaderEpoch: leaderEpoch, StartOffset: start, DeliveryCompleteCount: dcc, StateBatches: batches}
+	}
+	tests := []struct {
+		name   string
+		stored *State
+		in     WritePartition
+		known  bool
+		want   ErrorCode
+		check  func(t *testing.T, next State)
+	}{
+		{"uninitialized beats fencing and unknown", nil, w(0, 0, -1, -1), false, ErrInvalidRequest, nil},
+		{"leader fence beats state fence", stored, w(4, 4, -1, -1), false, ErrFencedLeaderEpoch, nil},
+		{"state fence beats unknown", stored, w(4, 5, -1, -1), false, ErrFencedStateEpoch, nil},
+		{"unknown last", stored, w(5, 5, -1, -1), false, ErrUnknownTopicOrPartition, nil},
+		{"higher epochs pass and change nothing", stored, w(9, 9, -1, -1), true, ErrNone, func(t *testing.T, next State) {
+			if next.StateEpoch != 5 || next.LeaderEpoch != 5 {
+				t.Errorf("epochs moved to %d/%d", next.StateEpoch, next.LeaderEpoch)
+			}
+		}},
+		{"start offset never backwards", stored, w(5, 5, 50, -1), true, ErrNone, func(t *testing.T, next State) {
+			if next.StartOffset != 100 {
+				t.Errorf("start offset %d, want 100", next.StartOffset)
+			}
+		}},
+		{"-1 keeps start and delivery complete count", stored, w(5, 5, -1, -1), true, ErrNone, func(t *testing.T, next State) {
+			if next.StartOffset != 100 || next.DeliveryCompleteCount != 3 {
+				t.Errorf("start %d dcc %d", next.StartOffset, next.DeliveryCompleteCount)
+			}
+		}},
+		{"start moves up and prunes", stored, w(5, 5, 105, 0, StateBatch{FirstOffset: 105, LastOffset: 106, DeliveryState: DeliveryStateAcknowledged, DeliveryCount: 1}), true, ErrNone, func(t *testing.T, next State) {
+			want := []StateBatch{{105, 106, DeliveryStateAcknowledged, 1}, {107, 109, DeliveryStateAvailable, 1}}
+			if next.StartOffset != 105 || next.DeliveryCompleteCount != 0 || !equalBatches(next.Batches, want) {
+				t.Errorf("got %+v", next)
+			}
+		}},
+		{"too many stored batches", stored, w(5, 5, -1, -1, alternating(100, 12)...), true, ErrInvalidRequest, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, o := ApplyWrite(tt.stored, tt.in, tt.known, Limits{MaxBatchesPerWrite: 100, MaxStoredBatches: 10})
+			if o.Code != tt.want {
+				t.Fatalf("got %s %q, want %s", o.Code, o.Message, tt.want)
+			}
+			if tt.check != nil {
+				tt.check(t, next)
+			}
+		})
+	}
+}
+
+func TestApplyReadAndInitializeAndSummary(t *testing.T) {
+	stored := &State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 10}
+	if _, _, o := ApplyRead(nil, ReadPartition{LeaderEpoch: 1}, false); o.Code != ErrInvalidRequest {
+		t.Errorf("read of nothing: %s", o.Code)
+	}
+	if _, _, o := ApplyRead(stored, ReadPartition{LeaderEpoch: 2}, false); o.Code != ErrFencedLeaderEpoch {
+		t.Errorf("older leader: %s", o.Code)
+	}
+	if _, _, o := ApplyRead(stored, ReadPartition{LeaderEpoch: 3}, false); o.Code != ErrUnknownTopicOrPartition {
+		t.Errorf("unknown: %s", o.Code)
+	}
+	if next, raised, o := ApplyRead(stored, ReadPartition{LeaderEpoch: 3}, true); !o.OK() || raised || next.LeaderEpoch != 3 {
+		t.Errorf("same leader epoch: %v %v %+v", o, raised, next)
+	}
+	if next, raised, o := ApplyRead(stored, ReadPartition{LeaderEpoch: 7}, true); !o.OK() || !raised || next.LeaderEpoch != 7 {
+		t.Errorf("higher leader epoch: %v %v %+v", o, raised, next)
+	}
+	if o := CheckReadInput(testTopic, ReadPartition{LeaderEpoch: -1}); o.Code != ErrInvalidRequest {
+		t.Errorf("negative leader epoch: %s", o.Code)
+	}
+
+	if _, _, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 1}, false); o.Code != ErrFencedStateEpoch {
+		t.Errorf("older state epoch beats unknown: %s", o.Code)
+	}
+	if _, _, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 2}, false); o.Code != ErrUnknownTopicOrPartition {
+		t.Errorf("unknown: %s", o.Code)
+	}
+	if next, reset, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 2, StartOffset: 0}, true); !o.OK() || reset || next.StartOffset != 10 {
+		t.Errorf("equal state epoch must keep the state: %v %v %+v", o, reset, next)
+	}
+	next, reset, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 3, StartOffset: -1}, true)
+	if !o.OK() || !reset || next.StateEpoch != 3 || next.LeaderEpoch != 0 || next.StartOffset != -1 || next.DeliveryCompleteCount != -1 {
+		t.Errorf("reset: %v %v %+v", o, reset, next)
+	}
+	if next, _, _ := ApplyInitialize(nil, InitializePartition{StateEpoch: 0, StartOffset: 5}, true); next.DeliveryCompleteCount != 0 {
+		t.Errorf("a set start offset starts the count at 0: %+v", next)
+	}
+	if o := CheckInitializeInput(testTopic, InitializePartition{StateEpoch: -1}); o.Code != ErrInvalidRequest {
+		t.Errorf("negative state epoch: %s", o.Code)
+	}
+
+	if s := SummaryOf(nil); s.StateEpoch != 0 || s.LeaderEpoch != 0 || s.StartOffset != -1 || s.DeliveryCompleteCount != -1 {
+		t.Errorf("summary of nothing: %+v", s)
+	}
+}
+
+func TestInFlightRecords(t *testing.T) {
+	batches := []StateBatch{{0, 9, DeliveryStateAvailable, 1}, {10, 14, DeliveryStateAcknowledged, 1}, {15, 15, DeliveryStateArchiving, 1}, {16, 20, DeliveryStateArchived, 2}}
+	if got := InFlightRecords(batches); got != 11 {
+		t.Errorf("got %d, want 11", got)
+	}
+	if got := InFlightRecords([]StateBatch{{0, 1 << 62, 0, 0}, {1<<62 + 1, 1<<63 - 1, 0, 0}}); got != 1<<63-1 {
+		t.Errorf("saturation: got %d", got)
+	}
+}
+
+func alternating(from int64, n int) []StateBatch {
+	out := make([]StateBatch, n)
+	for i := range out {
+		out[i] = StateBatch{FirstOffset: from + int64(i), LastOffset: from + int64(i), DeliveryState: DeliveryState(2 * (i % 2)), DeliveryCount: 1}
+	}
+	return out
+}
+
+func equalBatches(a, b []StateBatch) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
