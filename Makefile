@@ -14,6 +14,9 @@ RUN_DIR ?= $(CURDIR)/.run
 TEST_FLAGS ?=
 GO_TEST_TIMEOUT ?= 30m
 
+# flags for `make bench`; e.g. `make bench BENCH_FLAGS='-duration 10s -scenarios raw-update,persister-1x1'`.
+BENCH_FLAGS ?=
+
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 
@@ -70,6 +73,11 @@ test: ## Run every test, against a real kube-apiserver and etcd (built and cache
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
 	go test ./... -count=1 -short $(TEST_FLAGS)
+
+.PHONY: bench
+bench: ## Measure share-state writes (throughput, latency, API requests per write) on one local control plane.
+	assets=$$(hack/envtest-assets.sh); \
+	KUBEBUILDER_ASSETS="$$assets" go run ./hack/bench $(BENCH_FLAGS)
 
 ##@ Build
 

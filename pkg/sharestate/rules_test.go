@@ -174,4 +174,3 @@ func equalBatches(a, b []StateBatch) bool {
 	}
 	return true
 }
-
