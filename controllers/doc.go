@@ -2,9 +2,11 @@
 // raising the state epoch, adopt and aggregate a ShareGroup's partitions, and carry out offset resets.
 package controllers
 
-// The operator's permissions; `make manifests` turns these markers into config/rbac/role.yaml.
-// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups;sharepartitionstates,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups/status;sharepartitionstates/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups/finalizers;sharepartitionstates/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Permissions beyond the reconcilers' own (which sit beside each Reconcile). `make manifests` turns
+// these markers into config/rbac/role.yaml.
+//
+// Leader election:
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// The metrics endpoint's authentication and authorization:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

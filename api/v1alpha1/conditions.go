@@ -33,8 +33,10 @@ const (
 	ReasonLeaderPodReplaced = "LeaderPodReplaced"
 	// ReasonLeaderPodNotReady: the recorded leader's pod was not Ready for longer than the grace period.
 	ReasonLeaderPodNotReady = "LeaderPodNotReady"
-	// ReasonLeaderAlive: the recorded leader's pod is alive, or no leader is recorded yet.
+	// ReasonLeaderAlive: a leader holds the partition.
 	ReasonLeaderAlive = "LeaderAlive"
+	// ReasonNoLeader: no leader has read the state yet.
+	ReasonNoLeader = "NoLeader"
 	// ReasonOffsetReset: an admin offset reset raised the state epoch.
 	ReasonOffsetReset = "OffsetReset"
 	// ReasonAllPartitionsReady: every partition is initialized and none is fenced.
@@ -45,10 +47,32 @@ const (
 	ReasonPartitionsNotInitialized = "PartitionsNotInitialized"
 	// ReasonResetCompleted: the offset reset request was carried out.
 	ReasonResetCompleted = "ResetCompleted"
-	// ReasonResetUndeclaredTopic: the offset reset names a topic the group does not declare.
+	// ReasonResetUndeclaredTopic: the offset reset names a topic or partition the group does not declare.
 	ReasonResetUndeclaredTopic = "ResetUndeclaredTopic"
+	// ReasonResetInProgress: the offset reset has started and not finished.
+	ReasonResetInProgress = "ResetInProgress"
+	// ReasonNoPartitions: the group has no share-partitions yet.
+	ReasonNoPartitions = "NoPartitions"
+	// ReasonNoPartitionFenced: no partition of the group is fenced.
+	ReasonNoPartitionFenced = "NoPartitionFenced"
 )
+
+// FinalizerPartitionState is the ShareGroup finalizer with which the operator deletes the group's
+// share-partition state before the group goes.
+const FinalizerPartitionState = "sharestate.dev/partition-state"
 
 // LabelShareGroup is set on every SharePartitionState to its ShareGroup's name, so a group's
 // partitions can be listed by label.
 const LabelShareGroup = "sharestate.dev/share-group"
+
+// Event reasons.
+const (
+	// EventReasonFenced: the operator raised a partition's state epoch to fence its stale leader.
+	EventReasonFenced = "Fenced"
+	// EventReasonLeaderChanged: a new leader Read the partition with a higher leader epoch.
+	EventReasonLeaderChanged = "LeaderChanged"
+	// EventReasonOffsetReset: the operator carried out an offset reset of the group.
+	EventReasonOffsetReset = "OffsetReset"
+	// EventReasonOffsetResetRefused: the offset reset request cannot be carried out as written.
+	EventReasonOffsetResetRefused = "OffsetResetRefused"
+)

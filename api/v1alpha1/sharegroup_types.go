@@ -151,17 +151,23 @@ type OffsetResetStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	ID string `json:"id"`
 
-	// stateEpoch is the state epoch the reset initialized the partitions at.
+	// stateEpoch is the state epoch the reset initializes the partitions at, chosen (and recorded)
+	// before any partition is touched, so a retried reset uses the same one.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	StateEpoch int32 `json:"stateEpoch,omitempty"`
+
+	// startTime is when the operator started the reset; a partition whose state was created before it
+	// was not reset by it.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
 
 	// partitions is the number of partitions the reset initialized.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Partitions int32 `json:"partitions,omitempty"`
 
-	// completionTime is when the reset finished.
+	// completionTime is when the reset finished; unset while it is in progress.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }

@@ -81,8 +81,9 @@ func (e *Env) Stop() error { return e.env.Stop() }
 
 // Run is a TestMain body: with -short it runs the tests without a control plane (those that need one
 // skip themselves through Require); otherwise it starts one, runs the tests and stops it. set receives
-// the running Env (nil with -short).
-func Run(m *testing.M, set func(*Env)) int {
+// the running Env (nil with -short) and may return a function that stops what it started on it (an
+// operator's manager, say): it runs before the control plane stops, so nothing holds it up.
+func Run(m *testing.M, set func(*Env) (stop func())) int {
 	flag.Parse()
 	if testing.Short() {
 		set(nil)
@@ -93,8 +94,11 @@ func Run(m *testing.M, set func(*Env)) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	set(env)
+	stop := set(env)
 	code := m.Run()
+	if stop != nil {
+		stop()
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 	}

@@ -1,0 +1,73 @@
+// Command sharestate-operator runs the operator that fences stale Kafka share-partition leaders,
+// aggregates share groups and carries out their offset resets. Flags follow the kubebuilder defaults;
+// --help lists them.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sharestate/sharestate-operator/internal/operator"
+)
+
+// namespaces is a repeatable (and comma-separated) --watch-namespace flag.
+type namespaces []string
+
+func (n *namespaces) String() string { return strings.Join(*n, ",") }
+
+func (n *namespaces) Set(v string) error {
+	for _, ns := range strings.Split(v, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			*n = append(*n, ns)
+		}
+	}
+	return nil
+}
+
+func main() {
+	var opts operator.Options
+	var watch namespaces
+	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0",
+		"address the metrics endpoint binds to, e.g. :8443 for HTTPS or :8080 for HTTP; 0 disables it")
+	flag.BoolVar(&opts.SecureMetrics, "metrics-secure", true,
+		"serve metrics over HTTPS, authenticated and authorized by the API server (false: plain HTTP)")
+	flag.BoolVar(&opts.EnableHTTP2, "enable-http2", false,
+		"allow HTTP/2 on the metrics server (off by default: HTTP/2 Stream Cancellation and Rapid Reset CVEs)")
+	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among replicas, so one operator is active at a time")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
+	flag.Var(&watch, "watch-namespace", "namespace to watch (repeatable, or comma-separated); all namespaces when unset")
+	flag.DurationVar(&opts.NotReadyGrace, "fence-not-ready-after", 0,
+		"also fence a leader whose pod has not been Ready for this long (0: only gone, terminating, finished or replaced pods)")
+	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "fencing workers")
+	flag.DurationVar(&opts.TotalsRefresh, "group-totals-refresh", 0, "how often group totals are recomputed (default 30s)")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse() // controller-runtime's --kubeconfig is registered on the same flag set
+	opts.WatchNamespaces = watch
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(opts); err != nil {
+		ctrl.Log.Error(err, "Operator stopped")
+		os.Exit(1)
+	}
+}
+
+func run(opts operator.Options) error {
+	ctx := ctrl.SetupSignalHandler()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the Kubernetes config: %w", err)
+	}
+	mgr, err := operator.NewManager(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting the operator", "watchNamespaces", opts.WatchNamespaces, "leaderElection", opts.LeaderElection)
+	return mgr.Start(ctx)
+}

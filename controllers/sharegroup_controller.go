@@ -1,0 +1,200 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// groupIDIndex indexes ShareGroups and SharePartitionStates by their Kafka group id.
+const groupIDIndex = "spec.groupId"
+
+// DefaultTotalsRefresh is how often a group's in-flight and delivery-complete totals are recomputed
+// when nothing else changes: the persister's writes change them constantly, and reconciling on every
+// write would cost more than the totals are worth.
+const DefaultTotalsRefresh = 30 * time.Second
+
+// ShareGroupReconciler adopts a group's SharePartitionStates, aggregates their state into the group's
+// status, carries out admin offset resets, and deletes the group's state when the group is deleted.
+type ShareGroupReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server, for decisions a stale cache must not take.
+	APIReader client.Reader
+	// LiveClient reads and writes through the API server only; the resets' persisters use it.
+	LiveClient client.Client
+	// Recorder emits Events.
+	Recorder events.EventRecorder
+	// TotalsRefresh is how often the totals are refreshed (default DefaultTotalsRefresh).
+	TotalsRefresh time.Duration
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+
+	persisters persisterSet
+}
+
+// SetupWithManager registers the reconciler, its indexes and its watches with the manager.
+func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.TotalsRefresh <= 0 {
+		r.TotalsRefresh = DefaultTotalsRefresh
+	}
+	r.persisters.client = r.LiveClient
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &v1.SharePartitionState{}, groupIDIndex, func(o client.Object) []string {
+		return []string{string(o.(*v1.SharePartitionState).Spec.GroupID)}
+	}); err != nil {
+		return fmt.Errorf("indexing SharePartitionStates by group id: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1.ShareGroup{}, groupIDIndex, func(o client.Object) []string {
+		return []string{string(o.(*v1.ShareGroup).Spec.GroupID)}
+	}); err != nil {
+		return fmt.Errorf("indexing ShareGroups by group id: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sharegroup").
+		// The group's own status writes must not reconcile it again: only spec changes and deletion.
+		For(&v1.ShareGroup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted()))).
+		// Partitions map to their group by group id (an index), which also finds the ones to adopt;
+		// the persister's ordinary writes are filtered out (see partitionLeadershipChanged).
+		Watches(&v1.SharePartitionState{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf),
+			builder.WithPredicates(partitionLeadershipChanged())).
+		Complete(r)
+}
+
+// deletionStarted passes the update that marks a group for deletion.
+func deletionStarted() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+}
+
+func (r *ShareGroupReconciler) groupsOf(ctx context.Context, o client.Object) []ctrl.Request {
+	sps, ok := o.(*v1.SharePartitionState)
+	if !ok {
+		return nil
+	}
+	var groups v1.ShareGroupList
+	if err := r.Client.List(ctx, &groups, client.InNamespace(sps.Namespace), client.MatchingFields{groupIDIndex: string(sps.Spec.GroupID)}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the groups of a partition", "sharePartitionState", klog.KObj(sps))
+		return nil
+	}
+	requests := make([]ctrl.Request, len(groups.Items))
+	for i := range groups.Items {
+		requests[i] = ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&groups.Items[i])}
+	}
+	return requests
+}
+
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;watch;create;update;patch;delete;deletecollection
+
+// Reconcile adopts, resets and aggregates the group, or deletes its state when the group is deleted.
+func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sg := &v1.ShareGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("group", sg.Spec.GroupID))
+	if !sg.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, sg)
+	}
+	if !controllerutil.ContainsFinalizer(sg, v1.FinalizerPartitionState) {
+		patch := client.MergeFrom(sg.DeepCopy())
+		controllerutil.AddFinalizer(sg, v1.FinalizerPartitionState)
+		if err := r.Client.Patch(ctx, sg, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+	partitions, err := r.adoptPartitions(ctx, sg)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	before := sg.Status.DeepCopy()
+	resetErr := r.reconcileReset(ctx, sg)
+	sg.Status = aggregate(sg, partitions, sg.Status)
+	if !equality.Semantic.DeepEqual(*before, sg.Status) {
+		if err := r.Client.Status().Update(ctx, sg); err != nil {
+			return ctrl.Result{}, errors.Join(resetErr, fmt.Errorf("updating the status: %w", err))
+		}
+	}
+	if resetErr != nil {
+		return ctrl.Result{}, resetErr
+	}
+	return ctrl.Result{RequeueAfter: r.TotalsRefresh}, nil
+}
+
+// adoptPartitions returns the group's partitions, first making the group the controller of those
+// that have none (created before the group, or by hand) and labelling them with the group's name.
+func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *v1.ShareGroup) ([]v1.SharePartitionState, error) {
+	var list v1.SharePartitionStateList
+	if err := r.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingFields{groupIDIndex: string(sg.Spec.GroupID)}); err != nil {
+		return nil, fmt.Errorf("listing the partitions: %w", err)
+	}
+	owned := list.Items[:0]
+	for i := range list.Items {
+		sps := &list.Items[i]
+		if owner := metav1.GetControllerOf(sps); owner != nil && owner.UID != sg.UID {
+			continue // another ShareGroup with the same group id holds it
+		}
+		if metav1.GetControllerOf(sps) == nil || sps.Labels[v1.LabelShareGroup] != sg.Name {
+			patch := client.MergeFrom(sps.DeepCopy())
+			if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
+				return nil, err
+			}
+			if sps.Labels == nil {
+				sps.Labels = map[string]string{}
+			}
+			sps.Labels[v1.LabelShareGroup] = sg.Name
+			if err := r.Client.Patch(ctx, sps, patch); err != nil {
+				return nil, fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
+			}
+		}
+		owned = append(owned, *sps)
+	}
+	return owned, nil
+}
+
+// finalize deletes the group's partition state, and lets the group go once none is left.
+func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *v1.ShareGroup) error {
+	if !controllerutil.ContainsFinalizer(sg, v1.FinalizerPartitionState) {
+		return nil
+	}
+	selector := []client.DeleteAllOfOption{client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}}
+	if err := r.Client.DeleteAllOf(ctx, &v1.SharePartitionState{}, selector...); err != nil {
+		return fmt.Errorf("deleting the group's partition state: %w", err)
+	}
+	var left v1.SharePartitionStateList
+	if err := r.APIReader.List(ctx, &left, client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}); err != nil {
+		return fmt.Errorf("listing the group's partition state: %w", err)
+	}
+	if len(left.Items) > 0 {
+		return fmt.Errorf("%d partition states of the group are still being deleted", len(left.Items))
+	}
+	patch := client.MergeFrom(sg.DeepCopy())
+	controllerutil.RemoveFinalizer(sg, v1.FinalizerPartitionState)
+	if err := r.Client.Patch(ctx, sg, patch); err != nil {
+		return fmt.Errorf("removing the finalizer: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted the group's partition state")
+	return nil
+}

@@ -1,0 +1,251 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// resetTarget is one partition an offset reset initializes, with its new start offset.
+type resetTarget struct {
+	topic       sharestate.TopicID
+	partition   int32
+	startOffset int64
+}
+
+// resetTargets lists the partitions the group's reset request names, or says what it names that the
+// group does not declare.
+func resetTargets(sg *v1.ShareGroup) ([]resetTarget, error) {
+	declared := make(map[v1.TopicID]int32, len(sg.Spec.Topics))
+	for _, t := range sg.Spec.Topics {
+		declared[t.TopicID] = t.Partitions
+	}
+	var targets []resetTarget
+	for _, t := range sg.Spec.OffsetReset.Topics {
+		count, ok := declared[t.TopicID]
+		if !ok {
+			return nil, fmt.Errorf("topic %s is not declared in spec.topics", t.TopicID)
+		}
+		id, err := sharestate.ParseTopicID(string(t.TopicID))
+		if err != nil {
+			return nil, err
+		}
+		start := startOffsetOf(t)
+		partitions := t.Partitions
+		if len(partitions) == 0 {
+			for p := range count {
+				targets = append(targets, resetTarget{topic: id, partition: p, startOffset: start})
+			}
+			continue
+		}
+		for _, p := range partitions {
+			if p >= count {
+				return nil, fmt.Errorf("topic %s declares %d partitions, not partition %d", t.TopicID, count, p)
+			}
+			targets = append(targets, resetTarget{topic: id, partition: p, startOffset: start})
+		}
+	}
+	return targets, nil
+}
+
+func startOffsetOf(t v1.OffsetResetTopic) int64 {
+	switch t.To {
+	case v1.OffsetResetToOffset:
+		if t.Offset != nil {
+			return *t.Offset
+		}
+		return 0
+	case v1.OffsetResetToAutoOffsetReset:
+		return -1
+	default: // Earliest: the leader moves it up to the log start offset
+		return 0
+	}
+}
+
+// errResetOvertaken says a partition's state epoch moved past the reset's (a fence at the same time):
+// the reset starts again at a higher epoch.
+var errResetOvertaken = errors.New("a partition's state epoch moved during the reset")
+
+// maxResetRounds bounds how often one pass starts a reset again after being overtaken.
+const maxResetRounds = 3
+
+// reconcileReset carries out the group's offset reset request once (spec §9): it chooses a state
+// epoch above every partition's and records it in status before touching any partition, then
+// initializes every named partition at it with the new start offset, which fences every live leader.
+// The recorded request id makes a request run once however often the group is reconciled.
+func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareGroup) error {
+	req := sg.Spec.OffsetReset
+	if req == nil {
+		return nil
+	}
+	last := sg.Status.LastOffsetReset
+	if last != nil && last.ID == req.ID && last.CompletionTime != nil {
+		return nil
+	}
+	targets, err := resetTargets(sg)
+	if err != nil {
+		r.refuseReset(sg, req.ID, err)
+		return nil // nothing to retry until the spec changes
+	}
+	for round := 1; ; round++ {
+		if last == nil || last.ID != req.ID || last.StartTime == nil {
+			if err := r.startReset(ctx, sg); err != nil {
+				return err
+			}
+		}
+		err := r.initializeTargets(ctx, sg, targets)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errResetOvertaken) || round == maxResetRounds {
+			return err
+		}
+		last = nil // start again at a higher epoch
+	}
+	now := metav1.NewTime(r.Now())
+	sg.Status.LastOffsetReset.CompletionTime = &now
+	sg.Status.LastOffsetReset.Partitions = int32(len(targets))
+	meta.SetStatusCondition(&sg.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionOffsetReset, Status: metav1.ConditionTrue, Reason: v1.ReasonResetCompleted, ObservedGeneration: sg.Generation,
+		Message: fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", req.ID, len(targets), sg.Status.LastOffsetReset.StateEpoch),
+	})
+	r.Recorder.Eventf(sg, nil, "Normal", v1.EventReasonOffsetReset, "Reset",
+		"reset %q initialized %d partitions at state epoch %d", req.ID, len(targets), sg.Status.LastOffsetReset.StateEpoch)
+	return nil
+}
+
+// startReset chooses the reset's state epoch from the partitions as the API server has them and
+// records it, with the start time, in one status write conditional on the group's resourceVersion.
+func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *v1.ShareGroup) error {
+	partitions, err := r.livePartitions(ctx, sg)
+	if err != nil {
+		return err
+	}
+	epoch := sg.Status.StateEpoch
+	if l := sg.Status.LastOffsetReset; l != nil {
+		epoch = max(epoch, l.StateEpoch)
+	}
+	for i := range partitions {
+		epoch = max(epoch, partitions[i].Status.StateEpoch)
+	}
+	now := metav1.NewTime(r.Now())
+	sg.Status.LastOffsetReset = &v1.OffsetResetStatus{ID: sg.Spec.OffsetReset.ID, StateEpoch: epoch + 1, StartTime: &now}
+	meta.SetStatusCondition(&sg.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: v1.ReasonResetInProgress, ObservedGeneration: sg.Generation,
+		Message: fmt.Sprintf("reset %q is initializing the partitions at state epoch %d", sg.Spec.OffsetReset.ID, epoch+1),
+	})
+	if err := r.Client.Status().Update(ctx, sg); err != nil {
+		return fmt.Errorf("recording the start of reset %q: %w", sg.Spec.OffsetReset.ID, err)
+	}
+	return nil
+}
+
+// initializeTargets initializes every target at the reset's epoch, then checks on the API server that
+// each was reset by this reset (created at or after its start) and not overtaken by a higher epoch.
+func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *v1.ShareGroup, targets []resetTarget) error {
+	reset := sg.Status.LastOffsetReset
+	persister, err := r.persisters.forNamespace(sg.Namespace)
+	if err != nil {
+		return err
+	}
+	resp := persister.Initialize(ctx, initializeRequest(string(sg.Spec.GroupID), targets, reset.StateEpoch))
+	for _, topic := range resp.Topics {
+		for _, p := range topic.Partitions {
+			switch p.ErrorCode {
+			case sharestate.ErrNone:
+			case sharestate.ErrFencedStateEpoch:
+				return fmt.Errorf("partition %d of topic %s: %w", p.Partition, topic.TopicID, errResetOvertaken)
+			default:
+				return fmt.Errorf("initializing partition %d of topic %s: %s: %s", p.Partition, topic.TopicID, p.ErrorCode, p.ErrorMessage)
+			}
+		}
+	}
+	partitions, err := r.livePartitions(ctx, sg)
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]*v1.SharePartitionState, len(partitions))
+	for i := range partitions {
+		byName[partitions[i].Name] = &partitions[i]
+	}
+	for _, t := range targets {
+		obj := byName[v1.SharePartitionStateName(string(sg.Spec.GroupID), t.topic.String(), t.partition)]
+		if obj == nil || obj.Status.CreateTime == nil {
+			return fmt.Errorf("partition %d of topic %s is not initialized after the reset", t.partition, t.topic)
+		}
+		if obj.Status.StateEpoch != reset.StateEpoch || obj.Status.CreateTime.Before(reset.StartTime) {
+			return fmt.Errorf("partition %d of topic %s is at state epoch %d since %s: %w", t.partition, t.topic,
+				obj.Status.StateEpoch, obj.Status.CreateTime, errResetOvertaken)
+		}
+	}
+	return nil
+}
+
+func initializeRequest(group string, targets []resetTarget, epoch int32) sharestate.InitializeRequest {
+	req := sharestate.InitializeRequest{GroupID: group}
+	index := map[sharestate.TopicID]int{}
+	for _, t := range targets {
+		i, ok := index[t.topic]
+		if !ok {
+			i = len(req.Topics)
+			index[t.topic] = i
+			req.Topics = append(req.Topics, sharestate.TopicData[sharestate.InitializePartition]{TopicID: t.topic})
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions,
+			sharestate.InitializePartition{Partition: t.partition, StateEpoch: epoch, StartOffset: t.startOffset})
+	}
+	return req
+}
+
+// refuseReset reports a request that cannot be carried out as written, once per change.
+func (r *ShareGroupReconciler) refuseReset(sg *v1.ShareGroup, id string, err error) {
+	c := metav1.Condition{Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: v1.ReasonResetUndeclaredTopic,
+		Message: fmt.Sprintf("reset %q refused: %v", id, err), ObservedGeneration: sg.Generation}
+	if old := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset); old == nil || old.Message != c.Message {
+		r.Recorder.Eventf(sg, nil, "Warning", v1.EventReasonOffsetResetRefused, "Reset", "%s", c.Message)
+	}
+	meta.SetStatusCondition(&sg.Status.Conditions, c)
+}
+
+// livePartitions lists the group's share-partitions from the API server (a reset's epoch is never
+// chosen from the cache).
+func (r *ShareGroupReconciler) livePartitions(ctx context.Context, sg *v1.ShareGroup) ([]v1.SharePartitionState, error) {
+	var list v1.SharePartitionStateList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}); err != nil {
+		return nil, fmt.Errorf("listing the partitions of %s: %w", sg.Name, err)
+	}
+	return list.Items, nil
+}
+
+// persisterSet keeps one persister per namespace for the resets (a persister serves one namespace).
+type persisterSet struct {
+	client client.Client // reads from the API server, not a cache
+
+	mu sync.Mutex
+	m  map[string]*sharestate.Persister
+}
+
+func (s *persisterSet) forNamespace(ns string) (*sharestate.Persister, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.m[ns]; ok {
+		return p, nil
+	}
+	p, err := sharestate.New(sharestate.Options{Client: s.client, Namespace: ns, Identity: sharestate.Identity{PodName: "sharestate-operator"}})
+	if err != nil {
+		return nil, err
+	}
+	if s.m == nil {
+		s.m = map[string]*sharestate.Persister{}
+	}
+	s.m[ns] = p
+	return p, nil
+}

@@ -1,0 +1,83 @@
+package controllers
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// aggregate computes a group's status from its share-partitions as observed: the counts, totals and
+// the Ready and Fenced conditions. It keeps what it does not own (the last reset, the OffsetReset
+// condition) from status.
+func aggregate(sg *v1.ShareGroup, partitions []v1.SharePartitionState, status v1.ShareGroupStatus) v1.ShareGroupStatus {
+	status.Partitions = int32(len(partitions))
+	status.StateEpoch, status.InitializedPartitions, status.FencedPartitions, status.PartitionsWithLeader = 0, 0, 0, 0
+	status.InFlightRecords, status.DeliveryCompleteRecords = 0, 0
+	for i := range partitions {
+		p := &partitions[i]
+		status.StateEpoch = max(status.StateEpoch, p.Status.StateEpoch)
+		if p.Status.CreateTime != nil {
+			status.InitializedPartitions++
+		}
+		if isFenced(p) {
+			status.FencedPartitions++
+		}
+		if p.Status.Leader != nil {
+			status.PartitionsWithLeader++
+		}
+		status.InFlightRecords += inFlight(p)
+		if p.Status.DeliveryCompleteCount > 0 {
+			status.DeliveryCompleteRecords += int64(p.Status.DeliveryCompleteCount)
+		}
+	}
+	if r := status.LastOffsetReset; r != nil {
+		status.StateEpoch = max(status.StateEpoch, r.StateEpoch)
+	}
+	meta.SetStatusCondition(&status.Conditions, readyCondition(sg, status))
+	meta.SetStatusCondition(&status.Conditions, fencedCondition(sg, status))
+	status.ObservedGeneration = sg.Generation
+	return status
+}
+
+// inFlight counts a partition's not-yet-complete offsets; a state whose batches do not decode counts
+// none (the persister reports it, and the partition's own status shows it).
+func inFlight(p *v1.SharePartitionState) int64 {
+	stored := make([]string, len(p.Status.StateBatches))
+	for i, b := range p.Status.StateBatches {
+		stored[i] = string(b)
+	}
+	batches, err := sharestate.DecodeBatches(stored)
+	if err != nil {
+		return 0
+	}
+	return sharestate.InFlightRecords(batches)
+}
+
+func readyCondition(sg *v1.ShareGroup, s v1.ShareGroupStatus) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: sg.Generation}
+	switch {
+	case s.Partitions == 0:
+		c.Reason, c.Message = v1.ReasonNoPartitions, "no share-partition state exists for the group yet"
+	case s.FencedPartitions > 0:
+		c.Reason, c.Message = v1.ReasonPartitionsFenced, fmt.Sprintf("%d of %d partitions are fenced and wait for a new leader", s.FencedPartitions, s.Partitions)
+	case s.InitializedPartitions < s.Partitions:
+		c.Reason, c.Message = v1.ReasonPartitionsNotInitialized, fmt.Sprintf("%d of %d partitions are not initialized", s.Partitions-s.InitializedPartitions, s.Partitions)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, v1.ReasonAllPartitionsReady
+		c.Message = fmt.Sprintf("%d partitions initialized, %d with a leader", s.Partitions, s.PartitionsWithLeader)
+	}
+	return c
+}
+
+func fencedCondition(sg *v1.ShareGroup, s v1.ShareGroupStatus) metav1.Condition {
+	if s.FencedPartitions > 0 {
+		return metav1.Condition{Type: v1.ConditionFenced, Status: metav1.ConditionTrue, Reason: v1.ReasonPartitionsFenced,
+			Message: fmt.Sprintf("%d of %d partitions are fenced", s.FencedPartitions, s.Partitions), ObservedGeneration: sg.Generation}
+	}
+	return metav1.Condition{Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonNoPartitionFenced,
+		Message: "no partition is fenced", ObservedGeneration: sg.Generation}
+}

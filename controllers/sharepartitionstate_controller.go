@@ -1,0 +1,236 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// leaderPodIndex indexes SharePartitionStates by the name of their recorded leader's pod, so a pod
+// event finds the partitions it leads without listing every partition.
+const leaderPodIndex = "status.leader.podName"
+
+// maxFenceAttempts bounds the conflicts one reconcile absorbs before it hands the retry to the queue.
+const maxFenceAttempts = 3
+
+// SharePartitionStateReconciler fences stale share-partition leaders: when the pod of a partition's
+// recorded leader is gone (deleted, terminating, finished, replaced, or optionally not Ready for too
+// long), it raises the partition's state epoch, so every later write from that leader is answered
+// FENCED_STATE_EPOCH (spec §9). It also reports Initialized and leader changes.
+type SharePartitionStateReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server: a fence is never decided on the cache alone.
+	APIReader client.Reader
+	// Recorder emits Events.
+	Recorder events.EventRecorder
+	// NotReadyGrace, when above zero, also fences a leader whose pod has not been Ready for that long.
+	NotReadyGrace time.Duration
+	// MaxConcurrentReconciles is the number of workers.
+	MaxConcurrentReconciles int
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+
+	gone        goneUIDs
+	leaderEpoch sync.Map // types.NamespacedName → int32: the leader epoch last seen, to report changes
+}
+
+// SetupWithManager registers the reconciler, its index and its watches with the manager.
+func (r *SharePartitionStateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.SharePartitionState{}, leaderPodIndex, indexLeaderPod); err != nil {
+		return fmt.Errorf("indexing SharePartitionStates by leader pod: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sharepartitionstate").
+		// The persister rewrites status on every write; only a change of leader, of the epochs or of
+		// initialization can change what this reconciler decides.
+		For(&v1.SharePartitionState{}, builder.WithPredicates(partitionLeadershipChanged())).
+		// A leader's pod going away is what fences it; the index maps the pod to the partitions it leads.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.partitionsLedBy),
+			builder.WithPredicates(podLivenessChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+func indexLeaderPod(o client.Object) []string {
+	sps, ok := o.(*v1.SharePartitionState)
+	if !ok || sps.Status.Leader == nil || sps.Status.Leader.PodName == "" {
+		return nil
+	}
+	return []string{sps.Status.Leader.PodName}
+}
+
+// partitionsLedBy maps a pod to the partitions whose recorded leader it is (same namespace).
+func (r *SharePartitionStateReconciler) partitionsLedBy(ctx context.Context, pod client.Object) []ctrl.Request {
+	var list v1.SharePartitionStateList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{leaderPodIndex: pod.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the partitions a pod leads", "pod", klog.KObj(pod))
+		return nil
+	}
+	requests := make([]ctrl.Request, len(list.Items))
+	for i := range list.Items {
+		requests[i] = ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return requests
+}
+
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile fences the partition if its recorded leader is stale, and keeps its conditions current.
+func (r *SharePartitionStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &v1.SharePartitionState{}
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.leaderEpoch.Delete(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("group", obj.Spec.GroupID, "partition", obj.Spec.Partition)
+	ctx = ctrl.LoggerInto(ctx, log)
+	r.reportLeaderChange(req.NamespacedName, obj)
+
+	for attempt := 1; ; attempt++ {
+		verdict, err := r.judge(ctx, obj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		err = r.writeStatus(ctx, obj, verdict)
+		if err == nil {
+			return ctrl.Result{RequeueAfter: verdict.recheckAfter}, nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxFenceAttempts {
+			return ctrl.Result{}, err
+		}
+		// The object moved (a write, a Read by a new leader): decide again on the object as it is now.
+		if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+}
+
+// writeStatus fences the partition when the verdict says so and sets its conditions, in one status
+// write conditional on the resourceVersion obj was read at, and only when something changed.
+func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *v1.SharePartitionState, verdict leaderVerdict) error {
+	updated := obj.DeepCopy()
+	if verdict.stale {
+		fence(updated, verdict)
+	}
+	setObservedConditions(updated)
+	if equality.Semantic.DeepEqual(obj.Status, updated.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, updated); err != nil {
+		return fmt.Errorf("updating the status of %s: %w", klog.KObj(obj), err)
+	}
+	if verdict.stale {
+		fencesTotal.WithLabelValues(verdict.reason).Inc()
+		ctrl.LoggerFrom(ctx).Info("Fenced stale leader", "reason", verdict.reason, "stateEpoch", updated.Status.StateEpoch, "detail", verdict.message)
+		r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, v1.EventReasonFenced, "Fence",
+			"%s; state epoch raised to %d", verdict.message, updated.Status.StateEpoch)
+	}
+	*obj = *updated
+	return nil
+}
+
+// judge decides whether the partition's recorded leader is stale. A stale verdict from the cache is
+// confirmed by reading the pod from the API server, unless that pod's UID is already known to be gone.
+func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *v1.SharePartitionState) (leaderVerdict, error) {
+	leader := obj.Status.Leader
+	if leader == nil || leader.PodName == "" {
+		return leaderVerdict{}, nil
+	}
+	if verdict, ok := r.gone.get(leader.PodUID); ok {
+		return verdict, nil
+	}
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: leader.PodName}
+	cached, err := r.getPod(ctx, r.Client, key)
+	if err != nil {
+		return leaderVerdict{}, err
+	}
+	verdict := judgeLeader(leader, cached, r.Now(), r.NotReadyGrace)
+	if !verdict.stale {
+		return verdict, nil
+	}
+	live, err := r.getPod(ctx, r.APIReader, key)
+	if err != nil {
+		return leaderVerdict{}, err
+	}
+	verdict = judgeLeader(leader, live, r.Now(), r.NotReadyGrace)
+	if verdict.stale && verdict.reason != v1.ReasonLeaderPodNotReady && leader.PodUID != "" {
+		// Deleted, terminating, finished and replaced pods never come back under the same UID: the
+		// partitions this pod still leads need no further live read.
+		r.gone.add(leader.PodUID, verdict)
+	}
+	return verdict, nil
+}
+
+// getPod reads a pod; nil when it does not exist.
+func (r *SharePartitionStateReconciler) getPod(ctx context.Context, reader client.Reader, key types.NamespacedName) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	if err := reader.Get(ctx, key, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading pod %s: %w", key, err)
+	}
+	return pod, nil
+}
+
+// reportLeaderChange emits an Event when a new leader took the partition with a higher leader epoch.
+func (r *SharePartitionStateReconciler) reportLeaderChange(key types.NamespacedName, obj *v1.SharePartitionState) {
+	previous, seen := r.leaderEpoch.Swap(key, obj.Status.LeaderEpoch)
+	if !seen || obj.Status.Leader == nil || obj.Status.LeaderEpoch <= previous.(int32) {
+		return
+	}
+	l := obj.Status.Leader
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1.EventReasonLeaderChanged, "Read",
+		"broker %d (pod %s) leads at leader epoch %d, fencing leader epoch %d", l.BrokerID, l.PodName, obj.Status.LeaderEpoch, previous)
+}
+
+// goneUIDs remembers, up to a bound, the pods (by UID) the API server confirmed gone, with the verdict.
+type goneUIDs struct {
+	mu   sync.Mutex
+	uids map[string]leaderVerdict
+}
+
+const maxGoneUIDs = 4096
+
+func (g *goneUIDs) get(uid string) (leaderVerdict, bool) {
+	if uid == "" {
+		return leaderVerdict{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.uids[uid]
+	return v, ok
+}
+
+func (g *goneUIDs) add(uid string, v leaderVerdict) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.uids == nil || len(g.uids) >= maxGoneUIDs {
+		g.uids = map[string]leaderVerdict{} // forgetting only costs a live read
+	}
+	g.uids[uid] = v
+}

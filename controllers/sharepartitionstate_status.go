@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// leaderVerdict is what the reconciler concluded about a partition's recorded leader.
+type leaderVerdict struct {
+	// stale says the leader is gone and the partition must be fenced, for reason (a condition reason).
+	stale   bool
+	reason  string
+	message string
+	// recheckAfter, when not zero, is when a not-Ready leader's grace period ends.
+	recheckAfter time.Duration
+}
+
+// judgeLeader decides whether the recorded leader is stale, from its pod as observed (nil: the pod
+// does not exist). notReadyGrace > 0 also fences a leader whose pod has not been Ready for that long.
+func judgeLeader(leader *v1.LeaderRef, pod *corev1.Pod, now time.Time, notReadyGrace time.Duration) leaderVerdict {
+	if leader == nil || leader.PodName == "" {
+		return leaderVerdict{} // nobody to fence, or a leader that gave no pod to watch
+	}
+	switch {
+	case pod == nil:
+		return stale(v1.ReasonLeaderPodDeleted, "leader pod %s (broker %d) was deleted", leader.PodName, leader.BrokerID)
+	case leader.PodUID != "" && string(pod.UID) != leader.PodUID:
+		return stale(v1.ReasonLeaderPodReplaced, "leader pod %s (broker %d) was replaced: uid %s, recorded %s", leader.PodName, leader.BrokerID, pod.UID, leader.PodUID)
+	case pod.DeletionTimestamp != nil:
+		return stale(v1.ReasonLeaderPodTerminating, "leader pod %s (broker %d) is terminating", leader.PodName, leader.BrokerID)
+	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+		return stale(v1.ReasonLeaderPodFinished, "leader pod %s (broker %d) is %s", leader.PodName, leader.BrokerID, pod.Status.Phase)
+	}
+	if notReadyGrace <= 0 {
+		return leaderVerdict{}
+	}
+	since, ready := notReadySince(pod)
+	if ready {
+		return leaderVerdict{}
+	}
+	if elapsed := now.Sub(since); elapsed < notReadyGrace {
+		return leaderVerdict{recheckAfter: notReadyGrace - elapsed}
+	}
+	return stale(v1.ReasonLeaderPodNotReady, "leader pod %s (broker %d) has not been Ready since %s", leader.PodName, leader.BrokerID, since.UTC().Format(time.RFC3339))
+}
+
+func stale(reason, format string, args ...any) leaderVerdict {
+	return leaderVerdict{stale: true, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// notReadySince returns since when the pod has not been Ready; ready is true when it is Ready. A pod
+// that has no Ready condition yet counts as not Ready since it was created.
+func notReadySince(pod *corev1.Pod) (since time.Time, ready bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			if c.Status == corev1.ConditionTrue {
+				return time.Time{}, true
+			}
+			return c.LastTransitionTime.Time, false
+		}
+	}
+	return pod.CreationTimestamp.Time, false
+}
+
+// fence raises the partition's state epoch by one and clears its leader, so every later write from
+// that leader is answered FENCED_STATE_EPOCH, and says why in the Fenced condition.
+func fence(obj *v1.SharePartitionState, verdict leaderVerdict) {
+	obj.Status.StateEpoch++
+	obj.Status.Leader = nil
+	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionFenced, Status: metav1.ConditionTrue, Reason: verdict.reason,
+		Message:            fmt.Sprintf("%s; state epoch raised to %d", verdict.message, obj.Status.StateEpoch),
+		ObservedGeneration: obj.Generation,
+	})
+}
+
+// setObservedConditions sets the conditions that follow from the object as it stands: Initialized
+// always, and Fenced turned False once a leader holds the partition again. (A fence sets Fenced True;
+// it stays so until a new leader's Read records itself.)
+func setObservedConditions(obj *v1.SharePartitionState) {
+	initialized := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse,
+		Reason: v1.ReasonNotInitialized, Message: "the persister has not initialized the state yet", ObservedGeneration: obj.Generation}
+	if obj.Status.CreateTime != nil {
+		initialized.Status, initialized.Reason = metav1.ConditionTrue, v1.ReasonStateInitialized
+		initialized.Message = fmt.Sprintf("state initialized at state epoch %d", obj.Status.StateEpoch)
+	}
+	meta.SetStatusCondition(&obj.Status.Conditions, initialized)
+
+	if l := obj.Status.Leader; l != nil {
+		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+			Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonLeaderAlive,
+			Message:            fmt.Sprintf("broker %d (pod %s) leads at leader epoch %d", l.BrokerID, l.PodName, l.LeaderEpoch),
+			ObservedGeneration: obj.Generation,
+		})
+	} else if meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced) == nil {
+		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+			Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonNoLeader,
+			Message: "no leader has read the state yet", ObservedGeneration: obj.Generation,
+		})
+	}
+	obj.Status.ObservedGeneration = obj.Generation
+}
+
+// isFenced reports whether the partition is fenced and not yet taken by a new leader.
+func isFenced(obj *v1.SharePartitionState) bool {
+	return obj.Status.Leader == nil && meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionFenced)
+}

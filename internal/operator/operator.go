@@ -1,0 +1,155 @@
+// Package operator wires the sharestate operator: a controller-runtime manager with the
+// SharePartitionState (fencing) and ShareGroup (adoption, status, resets) reconcilers, health checks,
+// metrics and leader election. cmd/sharestate-operator parses flags into Options and runs it; the tests
+// and `make run` run the same manager.
+package operator
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers"
+)
+
+// Options configure the operator.
+type Options struct {
+	// MetricsBindAddress serves Prometheus metrics; "0" turns them off.
+	MetricsBindAddress string
+	// SecureMetrics serves metrics over HTTPS, authenticated and authorized through the API server.
+	SecureMetrics bool
+	// EnableHTTP2 allows HTTP/2 on the metrics server (off: CVE-2023-44487 and CVE-2023-39325).
+	EnableHTTP2 bool
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns them off.
+	HealthProbeBindAddress string
+	// LeaderElection makes one replica of the operator active at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the election's Lease (default: the pod's namespace).
+	LeaderElectionNamespace string
+	// WatchNamespaces restricts the operator to these namespaces; empty watches all.
+	WatchNamespaces []string
+	// NotReadyGrace, above zero, also fences a leader whose pod has not been Ready for that long.
+	NotReadyGrace time.Duration
+	// MaxConcurrentReconciles is the fencing reconciler's number of workers.
+	MaxConcurrentReconciles int
+	// TotalsRefresh is how often groups' totals are refreshed.
+	TotalsRefresh time.Duration
+}
+
+// DefaultMaxConcurrentReconciles is the fencing workers' default: enough to fence a broker's
+// thousand partitions within a second or two without flooding the API server.
+const DefaultMaxConcurrentReconciles = 16
+
+// Scheme returns the scheme of everything the operator reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewManager returns a manager with the operator's reconcilers registered; Start runs it.
+func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOptions(opts),
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              "sharestate-operator.sharestate.dev",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOptions(opts.WatchNamespaces),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
+	if err := (&controllers.SharePartitionStateReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("sharestate-operator"),
+		NotReadyGrace: opts.NotReadyGrace, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the SharePartitionState controller: %w", err)
+	}
+	if err := (&controllers.ShareGroupReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LiveClient: live, Recorder: mgr.GetEventRecorder("sharestate-operator"),
+		TotalsRefresh: opts.TotalsRefresh,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ShareGroup controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(controllers.NewPartitionsCollector(mgr.GetClient())); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+func metricsOptions(opts Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.MetricsBindAddress, SecureServing: opts.SecureMetrics}
+	if opts.SecureMetrics {
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if !opts.EnableHTTP2 {
+		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return m
+}
+
+// cacheOptions scopes the cache to the watched namespaces and keeps only what the fencing decision
+// reads of a pod (identity, deletion, phase, readiness): broker pods' specs are large and unused.
+func cacheOptions(namespaces []string) cache.Options {
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
+func slimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{TypeMeta: pod.TypeMeta}
+	slim.Name, slim.Namespace, slim.UID, slim.ResourceVersion = pod.Name, pod.Namespace, pod.UID, pod.ResourceVersion
+	slim.CreationTimestamp, slim.DeletionTimestamp, slim.Generation = pod.CreationTimestamp, pod.DeletionTimestamp, pod.Generation
+	slim.Status.Phase, slim.Status.Conditions = pod.Status.Phase, pod.Status.Conditions
+	return slim, nil
+}
