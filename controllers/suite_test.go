@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -211,4 +212,12 @@ func eventFor(t *testing.T, ns, name, reason string) *eventsv1.Event {
 		return fmt.Errorf("no %s event for %s among %d", reason, name, len(list.Items))
 	})
 	return found
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

@@ -1,0 +1,288 @@
+package controllers_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// declaredGroup creates a ShareGroup that declares topicA with the given partition count.
+func declaredGroup(t *testing.T, ns, group string, partitions int32) *v1.ShareGroup {
+	t.Helper()
+	sg := &v1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName(group)},
+		Spec: v1.ShareGroupSpec{GroupID: v1.GroupID(group),
+			Topics: []v1.ShareGroupTopic{{TopicID: v1.TopicID(topicA.String()), Name: "orders", Partitions: partitions}}},
+	}
+	if err := env.Client.Create(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	return sg
+}
+
+func getGroup(t *testing.T, sg *v1.ShareGroup) *v1.ShareGroup {
+	t.Helper()
+	var got v1.ShareGroup
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &got); err != nil {
+		t.Fatal(err)
+	}
+	return &got
+}
+
+// requestReset sets the group's offset reset request.
+func requestReset(t *testing.T, sg *v1.ShareGroup, id string, topics ...v1.OffsetResetTopic) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"spec":{"offsetReset":{"id":%q,"topics":%s}}}`, id, mustJSON(topics))
+	if err := env.Client.Patch(ctx, sg, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitResetDone(t *testing.T, sg *v1.ShareGroup, id string) *v1.ShareGroup {
+	t.Helper()
+	var got *v1.ShareGroup
+	eventually(t, 20*time.Second, func() error {
+		got = getGroup(t, sg)
+		r := got.Status.LastOffsetReset
+		if r == nil || r.ID != id || r.CompletionTime == nil {
+			return fmt.Errorf("reset %s not done: %+v %+v", id, r, got.Status.Conditions)
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionOffsetReset) {
+			return fmt.Errorf("OffsetReset condition %+v", got.Status.Conditions)
+		}
+		return nil
+	})
+	return got
+}
+
+func TestGroupStatusAggregatesPartitions(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	sg := declaredGroup(t, ns, "g", 3)
+	pod := brokerPod(t, ns, "broker-1", true)
+	p := persisterFor(t, ns, 1, pod, "")
+	for part := range int32(3) {
+		initialize(t, p, "g", part, 0, 0)
+	}
+	read(p, "g", 0, 1)
+	write(p, "g", 0, 0, 1, acked(0), sharestate.StateBatch{FirstOffset: 1, LastOffset: 4, DeliveryState: sharestate.DeliveryStateAvailable, DeliveryCount: 1})
+	eventually(t, 15*time.Second, func() error {
+		s := getGroup(t, sg).Status
+		if s.Partitions != 3 || s.InitializedPartitions != 3 || s.PartitionsWithLeader != 1 || s.FencedPartitions != 0 || s.InFlightRecords != 4 {
+			return fmt.Errorf("status %+v", s)
+		}
+		if !meta.IsStatusConditionTrue(s.Conditions, v1.ConditionReady) || s.ObservedGeneration != sg.Generation {
+			return fmt.Errorf("not Ready: %+v", s.Conditions)
+		}
+		return nil
+	})
+	// Fencing shows on the group.
+	if err := env.Client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, func() error {
+		s := getGroup(t, sg).Status
+		if s.FencedPartitions != 1 || !meta.IsStatusConditionTrue(s.Conditions, v1.ConditionFenced) || meta.IsStatusConditionTrue(s.Conditions, v1.ConditionReady) {
+			return fmt.Errorf("fence not shown: %+v", s)
+		}
+		return nil
+	})
+}
+
+func TestGroupAdoptsItsPartitionsAndDeletesThemWithIt(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	// State created before its group's object (by hand here): the group adopts it.
+	orphan := &v1.SharePartitionState{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.SharePartitionStateName("g", topicA.String(), 5)},
+		Spec:       v1.SharePartitionStateSpec{GroupID: "g", TopicID: v1.TopicID(topicA.String()), Partition: 5},
+	}
+	if err := env.Client.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	sg := &v1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-group"}, Spec: v1.ShareGroupSpec{GroupID: "g"}}
+	if err := env.Client.Create(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		var got v1.SharePartitionState
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &got); err != nil {
+			return err
+		}
+		if c := metav1.GetControllerOf(&got); c == nil || c.UID != sg.UID || got.Labels[v1.LabelShareGroup] != sg.Name {
+			return fmt.Errorf("not adopted: %+v %v", got.OwnerReferences, got.Labels)
+		}
+		return nil
+	})
+	if err := env.Client.Delete(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &v1.SharePartitionState{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("partition state still there: %v", err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &v1.ShareGroup{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("group still there: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestOffsetResetFencesAndRunsOnce(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	sg := declaredGroup(t, ns, "g", 3)
+	pod := brokerPod(t, ns, "broker-1", true)
+	old := persisterFor(t, ns, 1, pod, "")
+	for part := range int32(3) {
+		initialize(t, old, "g", part, 4, 0)
+		read(old, "g", part, 7)
+		if w := write(old, "g", part, 4, 7, acked(10), acked(11)); w.ErrorCode != sharestate.ErrNone {
+			t.Fatal(w.ErrorCode)
+		}
+	}
+	requestReset(t, sg, "reset-1", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToOffset, Offset: ptr.To[int64](500)})
+	got := waitResetDone(t, sg, "reset-1")
+	if r := got.Status.LastOffsetReset; r.StateEpoch != 5 || r.Partitions != 3 {
+		t.Fatalf("reset status %+v, want state epoch 5 over 3 partitions", r)
+	}
+	for part := range int32(3) {
+		obj := getSPS(t, spsKey(ns, "g", part))
+		if obj.Status.StateEpoch != 5 || obj.Status.StartOffset != 500 || len(obj.Status.StateBatches) != 0 || obj.Status.LeaderEpoch != 0 {
+			t.Fatalf("partition %d after reset: %+v", part, obj.Status)
+		}
+		if w := write(old, "g", part, 4, 7, acked(12)); w.ErrorCode != sharestate.ErrFencedStateEpoch {
+			t.Fatalf("old leader's write after reset: %s", w.ErrorCode)
+		}
+		r := read(old, "g", part, 7)
+		if r.ErrorCode != sharestate.ErrNone || r.StateEpoch != 5 || r.StartOffset != 500 {
+			t.Fatalf("reload after reset: %+v", r)
+		}
+	}
+	eventFor(t, ns, sg.Name, v1.EventReasonOffsetReset)
+
+	// Progress at the new epoch, then a spec change that is not a new request: no second reset.
+	if w := write(old, "g", 0, 5, 7, acked(500)); w.ErrorCode != sharestate.ErrNone {
+		t.Fatal(w.ErrorCode)
+	}
+	latest := getGroup(t, sg)
+	latest.Spec.Settings = &v1.ShareGroupSettings{DeliveryCountLimit: ptr.To[int32](3)}
+	if err := env.Client.Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if g := getGroup(t, sg); g.Status.ObservedGeneration != latest.Generation {
+			return fmt.Errorf("generation %d not observed yet", latest.Generation)
+		}
+		return nil
+	})
+	consistently(t, 2*time.Second, func() error {
+		obj := getSPS(t, spsKey(ns, "g", 0))
+		if obj.Status.StateEpoch != 5 || len(obj.Status.StateBatches) != 1 {
+			return fmt.Errorf("the same request ran twice: %+v", obj.Status)
+		}
+		return nil
+	})
+
+	// A new request id is a new reset.
+	requestReset(t, sg, "reset-2", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToEarliest, Partitions: []int32{1}})
+	got = waitResetDone(t, sg, "reset-2")
+	if r := got.Status.LastOffsetReset; r.StateEpoch != 6 || r.Partitions != 1 {
+		t.Fatalf("second reset %+v", r)
+	}
+	if obj := getSPS(t, spsKey(ns, "g", 1)); obj.Status.StateEpoch != 6 || obj.Status.StartOffset != 0 {
+		t.Fatalf("partition 1 after the second reset: %+v", obj.Status)
+	}
+	if obj := getSPS(t, spsKey(ns, "g", 0)); obj.Status.StateEpoch != 5 {
+		t.Fatalf("partition 0 was not named by the second reset: %+v", obj.Status)
+	}
+}
+
+func TestOffsetResetOfAnUndeclaredTopicIsRefused(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	sg := declaredGroup(t, ns, "g", 2)
+	requestReset(t, sg, "bad", v1.OffsetResetTopic{TopicID: "AAAAAAAAAAAAAAAAAAAAAQ", To: v1.OffsetResetToEarliest})
+	eventually(t, 10*time.Second, func() error {
+		g := getGroup(t, sg)
+		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionOffsetReset)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonResetUndeclaredTopic {
+			return fmt.Errorf("condition %+v", c)
+		}
+		if g.Status.LastOffsetReset != nil {
+			return fmt.Errorf("a refused reset was recorded: %+v", g.Status.LastOffsetReset)
+		}
+		return nil
+	})
+	eventFor(t, ns, sg.Name, v1.EventReasonOffsetResetRefused)
+}
+
+// A reset while leaders keep writing: once it is done, every partition holds the reset's state epoch
+// and start offset, no write with the old state epoch lands after it, and the writers are fenced.
+func TestOffsetResetWhileWritersAreActive(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	const partitions = 4
+	sg := declaredGroup(t, ns, "g", partitions)
+	pod := brokerPod(t, ns, "broker-1", true)
+	p := persisterFor(t, ns, 1, pod, "")
+	for part := range int32(partitions) {
+		initialize(t, p, "g", part, 1, 0)
+		read(p, "g", part, 1)
+	}
+	var (
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+		fenced  atomic.Int32
+		landed  atomic.Int64
+		offsets [partitions]atomic.Int64
+	)
+	for part := range int32(partitions) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for offset := int64(1000); !stop.Load(); offset++ {
+				w := write(p, "g", part, 1, 1, acked(offset))
+				if w.ErrorCode == sharestate.ErrFencedStateEpoch {
+					fenced.Add(1)
+					return
+				}
+				if w.ErrorCode == sharestate.ErrNone {
+					landed.Add(1)
+					offsets[part].Store(offset)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	requestReset(t, sg, "live", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToOffset, Offset: ptr.To[int64](100)})
+	waitResetDone(t, sg, "live")
+	eventually(t, 10*time.Second, func() error {
+		if n := fenced.Load(); n != partitions {
+			return fmt.Errorf("%d of %d writers fenced", n, partitions)
+		}
+		return nil
+	})
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d writes landed before the reset", landed.Load())
+	for part := range int32(partitions) {
+		obj := getSPS(t, spsKey(ns, "g", part))
+		if obj.Status.StateEpoch != 2 || obj.Status.StartOffset != 100 || len(obj.Status.StateBatches) != 0 {
+			t.Fatalf("partition %d: a write with the old epoch landed after the reset: %+v", part, obj.Status)
+		}
+	}
+}
