@@ -1,6 +1,6 @@
 // Command run-local runs the system for a developer (`make run`): on the cluster that --kubeconfig or
 // KUBECONFIG names, or else on a local control plane whose data is kept in --run-dir. It installs the
-// CRDs, prints how to reach the cluster, and runs until interrupted.
+// CRDs, runs the operator in this process, prints how to reach the cluster, and runs until interrupted.
 package main
 
 import (
@@ -11,26 +11,37 @@ import (
 	"os/signal"
 	"syscall"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"github.com/sharestate/sharestate-operator/internal/localcluster"
+	"github.com/sharestate/sharestate-operator/internal/operator"
 )
 
 func main() {
 	opts := localcluster.Options{}
+	var op operator.Options
 	// A flag set of our own: controller-runtime registers its own --kubeconfig on the global one.
 	flags := flag.NewFlagSet("run-local", flag.ExitOnError)
 	flags.StringVar(&opts.RunDir, "run-dir", ".run", "directory for the local control plane's data and kubeconfig")
 	flags.StringVar(&opts.CRDDir, "crd-dir", "config/crd/bases", "directory of the CRD manifests to install")
 	flags.StringVar(&opts.Kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"),
 		"kubeconfig of an existing cluster to run against (default $KUBECONFIG); empty starts a local control plane")
+	flags.StringVar(&op.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "the operator's metrics address (plain HTTP here); 0 disables it")
+	flags.StringVar(&op.HealthProbeBindAddress, "health-probe-bind-address", "127.0.0.1:8081", "the operator's health probe address; 0 disables it")
+	flags.DurationVar(&op.NotReadyGrace, "fence-not-ready-after", 0, "also fence a leader whose pod has not been Ready for this long")
+	zapOpts := zap.Options{Development: true}
+	zapOpts.BindFlags(flags)
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(opts); err != nil {
+	if err := run(opts, op); err != nil {
 		fmt.Fprintln(os.Stderr, "run-local:", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts localcluster.Options) error {
+func run(opts localcluster.Options, op operator.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -42,12 +53,23 @@ func run(opts localcluster.Options) error {
 	if cluster.Local {
 		where = "a local control plane (data in " + opts.RunDir + ")"
 	}
-	fmt.Printf("sharestate: running on %s; CRDs installed.\n", where)
-	fmt.Printf("Try:\n  export KUBECONFIG=%s\n  kubectl get sharegroups,sharepartitionstates -A\n", cluster.KubeconfigPath)
+	mgr, err := operator.NewManager(ctx, cluster.Config, op)
+	if err != nil {
+		_ = cluster.Stop(context.Background())
+		return err
+	}
+	operatorDone := make(chan error, 1)
+	go func() { operatorDone <- mgr.Start(ctx) }()
+
+	fmt.Printf("sharestate: running on %s; CRDs installed; operator started (metrics http://%s/metrics).\n", where, op.MetricsBindAddress)
+	fmt.Printf("Try:\n  export KUBECONFIG=%s\n  kubectl apply -f config/samples/sharestate_v1alpha1_sharegroup.yaml\n  kubectl get sharegroups,sharepartitionstates -A\n", cluster.KubeconfigPath)
 	fmt.Println("Press Ctrl-C to stop.")
 
 	<-ctx.Done()
 	fmt.Println("sharestate: stopping")
+	if err := <-operatorDone; err != nil {
+		fmt.Fprintln(os.Stderr, "sharestate: the operator stopped with an error:", err)
+	}
 	// A fresh context: the signal context is already done, and stopping must still finish.
 	if err := cluster.Stop(context.Background()); err != nil {
 		return fmt.Errorf("stopping: %w", err)
