@@ -120,7 +120,8 @@ type SharePartitionStateStatus struct {
 	// +optional
 	WriteTime *metav1.Time `json:"writeTime,omitempty"`
 
-	// writeCount counts the status updates the persister made since the state was (re)initialized.
+	// writeCount counts the Writes applied since the state was (re)initialized (several Writes that
+	// arrive together may share one status update).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	WriteCount int64 `json:"writeCount,omitempty"`

@@ -3,8 +3,11 @@
 // the status of SharePartitionState custom resources, with Kafka's semantics as written in the
 // project's specification (share-state.md).
 //
-// The pure parts, which have no Kubernetes dependency, are the state batch model and its storage
-// codec (batch.go, codec.go) and the batch combine rule (combine.go).
+// The pure parts have no Kubernetes dependency: the state batch model and its storage codec
+// (batch.go, codec.go), the batch combine rule (combine.go) and the sequential rules of each
+// operation (rules.go). The Persister (persister.go, op_*.go) applies those rules to the object it
+// read and writes the result conditionally on that object's resourceVersion (update.go); writes of one
+// partition that meet are combined into one status update (slot.go).
 package sharestate
 
 // What a persister needs of the Kubernetes API, in the namespace it serves; `make manifests` turns
