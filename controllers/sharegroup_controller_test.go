@@ -132,10 +132,10 @@ func TestGroupAdoptsItsPartitionsAndDeletesThemWithIt(t *testing.T) {
 	eventually(t, 10*time.Second, func() error {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &v1.SharePartitionState{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("partition state still there: %v", err)
+			return fmt.Errorf("partition state still there: %w", err)
 		}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &v1.ShareGroup{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("group still there: %v", err)
+			return fmt.Errorf("group still there: %w", err)
 		}
 		return nil
 	})
@@ -173,9 +173,15 @@ func TestOffsetResetFencesAndRunsOnce(t *testing.T) {
 		}
 	}
 	eventFor(t, ns, sg.Name, v1.EventReasonOffsetReset)
+	expectNoSecondRun(t, ns, sg, old)
+	expectNewRequestRuns(t, ns, sg)
+}
 
-	// Progress at the new epoch, then a spec change that is not a new request: no second reset.
-	if w := write(old, "g", 0, 5, 7, acked(500)); w.ErrorCode != sharestate.ErrNone {
+// expectNoSecondRun makes progress at the reset's epoch, then changes the spec without a new request:
+// the reset must not run again.
+func expectNoSecondRun(t *testing.T, ns string, sg *v1.ShareGroup, p *sharestate.Persister) {
+	t.Helper()
+	if w := write(p, "g", 0, 5, 7, acked(500)); w.ErrorCode != sharestate.ErrNone {
 		t.Fatal(w.ErrorCode)
 	}
 	latest := getGroup(t, sg)
@@ -196,10 +202,13 @@ func TestOffsetResetFencesAndRunsOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
 
-	// A new request id is a new reset.
+// expectNewRequestRuns sends a second request, for one partition: it runs at the next epoch.
+func expectNewRequestRuns(t *testing.T, ns string, sg *v1.ShareGroup) {
+	t.Helper()
 	requestReset(t, sg, "reset-2", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToEarliest, Partitions: []int32{1}})
-	got = waitResetDone(t, sg, "reset-2")
+	got := waitResetDone(t, sg, "reset-2")
 	if r := got.Status.LastOffsetReset; r.StateEpoch != 6 || r.Partitions != 1 {
 		t.Fatalf("second reset %+v", r)
 	}

@@ -125,7 +125,7 @@ func persisterFor(t *testing.T, ns string, broker int32, pod *corev1.Pod, uid st
 	return p
 }
 
-func one[P any](group string, partition int32, in P) sharestate.Request[P] {
+func one[P any](group string, in P) sharestate.Request[P] {
 	return sharestate.Request[P]{GroupID: group, Topics: []sharestate.TopicData[P]{{TopicID: topicA, Partitions: []P{in}}}}
 }
 
@@ -133,18 +133,18 @@ func first[R any](resp sharestate.Response[R]) R { return resp.Topics[0].Partiti
 
 func initialize(t *testing.T, p *sharestate.Persister, group string, partition, epoch int32, start int64) {
 	t.Helper()
-	res := first(p.Initialize(ctx, one(group, partition, sharestate.InitializePartition{Partition: partition, StateEpoch: epoch, StartOffset: start})))
+	res := first(p.Initialize(ctx, one(group, sharestate.InitializePartition{Partition: partition, StateEpoch: epoch, StartOffset: start})))
 	if res.ErrorCode != sharestate.ErrNone {
 		t.Fatalf("initialize: %s %s", res.ErrorCode, res.ErrorMessage)
 	}
 }
 
 func read(p *sharestate.Persister, group string, partition, leaderEpoch int32) sharestate.ReadResult {
-	return first(p.Read(ctx, one(group, partition, sharestate.ReadPartition{Partition: partition, LeaderEpoch: leaderEpoch})))
+	return first(p.Read(ctx, one(group, sharestate.ReadPartition{Partition: partition, LeaderEpoch: leaderEpoch})))
 }
 
 func write(p *sharestate.Persister, group string, partition, stateEpoch, leaderEpoch int32, batches ...sharestate.StateBatch) sharestate.PartitionResult {
-	return first(p.Write(ctx, one(group, partition, sharestate.WritePartition{Partition: partition, StateEpoch: stateEpoch,
+	return first(p.Write(ctx, one(group, sharestate.WritePartition{Partition: partition, StateEpoch: stateEpoch,
 		LeaderEpoch: leaderEpoch, StartOffset: -1, DeliveryCompleteCount: -1, StateBatches: batches})))
 }
 

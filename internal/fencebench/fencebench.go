@@ -114,8 +114,12 @@ func measureFence(ctx context.Context, cfg *rest.Config, c client.WithWatch, ns 
 	if err != nil {
 		return 0, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(opCtx) }()
+	done := make(chan struct{})
+	var mgrErr error
+	go func() {
+		defer close(done)
+		mgrErr = mgr.Start(opCtx)
+	}()
 	defer func() { stop(); <-done }()
 
 	alive := func(s *v1.SharePartitionState) bool {
@@ -123,6 +127,11 @@ func measureFence(ctx context.Context, cfg *rest.Config, c client.WithWatch, ns 
 		return c != nil && c.Reason == v1.ReasonLeaderAlive
 	}
 	if _, err := waitFor(ctx, c, ns, partitions, alive); err != nil {
+		select {
+		case <-done:
+			return 0, fmt.Errorf("the operator stopped: %w", mgrErr)
+		default:
+		}
 		return 0, fmt.Errorf("waiting for the operator to see the live leader: %w", err)
 	}
 	fenced := func(s *v1.SharePartitionState) bool { return s.Status.StateEpoch >= 2 }
@@ -168,7 +177,7 @@ func waitFor(ctx context.Context, c client.WithWatch, ns string, n int, want fun
 			}
 		}
 	}
-	return time.Time{}, fmt.Errorf("%d of %d after %v", len(done), n, ctx.Err())
+	return time.Time{}, fmt.Errorf("%d of %d: %w", len(done), n, ctx.Err())
 }
 
 // measureRaw times one status update of each partition (raising the state epoch) with workers

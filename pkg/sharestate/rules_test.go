@@ -99,7 +99,7 @@ func TestApplyWriteOrderAndEffect(t *testing.T) {
 	}
 }
 
-func TestApplyReadAndInitializeAndSummary(t *testing.T) {
+func TestApplyRead(t *testing.T) {
 	stored := &State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 10}
 	if _, _, o := ApplyRead(nil, ReadPartition{LeaderEpoch: 1}, false); o.Code != ErrInvalidRequest {
 		t.Errorf("read of nothing: %s", o.Code)
@@ -119,7 +119,10 @@ func TestApplyReadAndInitializeAndSummary(t *testing.T) {
 	if o := CheckReadInput(testTopic, ReadPartition{LeaderEpoch: -1}); o.Code != ErrInvalidRequest {
 		t.Errorf("negative leader epoch: %s", o.Code)
 	}
+}
 
+func TestApplyInitializeAndSummary(t *testing.T) {
+	stored := &State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 10}
 	if _, _, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 1}, false); o.Code != ErrFencedStateEpoch {
 		t.Errorf("older state epoch beats unknown: %s", o.Code)
 	}

@@ -164,14 +164,24 @@ type ReadSummaryResult struct {
 
 // The requests and responses of the five operations.
 type (
-	InitializeRequest   = Request[InitializePartition]
-	InitializeResponse  = Response[PartitionResult]
-	ReadRequest         = Request[ReadPartition]
-	ReadResponse        = Response[ReadResult]
-	WriteRequest        = Request[WritePartition]
-	WriteResponse       = Response[PartitionResult]
-	DeleteRequest       = Request[DeletePartition]
-	DeleteResponse      = Response[PartitionResult]
-	ReadSummaryRequest  = Request[ReadSummaryPartition]
+	// InitializeRequest asks to create or reset partitions' state.
+	InitializeRequest = Request[InitializePartition]
+	// InitializeResponse answers an InitializeRequest.
+	InitializeResponse = Response[PartitionResult]
+	// ReadRequest asks for partitions' state.
+	ReadRequest = Request[ReadPartition]
+	// ReadResponse answers a ReadRequest.
+	ReadResponse = Response[ReadResult]
+	// WriteRequest carries new state batches for partitions.
+	WriteRequest = Request[WritePartition]
+	// WriteResponse answers a WriteRequest.
+	WriteResponse = Response[PartitionResult]
+	// DeleteRequest asks to remove partitions' state.
+	DeleteRequest = Request[DeletePartition]
+	// DeleteResponse answers a DeleteRequest.
+	DeleteResponse = Response[PartitionResult]
+	// ReadSummaryRequest asks for partitions' summaries.
+	ReadSummaryRequest = Request[ReadSummaryPartition]
+	// ReadSummaryResponse answers a ReadSummaryRequest.
 	ReadSummaryResponse = Response[ReadSummaryResult]
 )
