@@ -8,6 +8,10 @@
 // operation (rules.go). The Persister (persister.go, op_*.go) applies those rules to the object it
 // read and writes the result conditionally on that object's resourceVersion (update.go); writes of one
 // partition that meet are combined into one status update (slot.go).
+//
+// The share-partition leader's side (spec §8) is SharePartition (sharepartition*.go) and Manager
+// (splmanager.go): they acquire and acknowledge records and persist them through a Store, either the
+// Persister in process or the sidecar over Kafka's wire protocol (package kafkawire).
 package sharestate
 
 // What a persister needs of the Kubernetes API, in the namespace it serves; `make manifests` turns

@@ -51,6 +51,10 @@ func (c ErrorCode) String() string {
 		return "FENCED_LEADER_EPOCH"
 	case ErrFencedStateEpoch:
 		return "FENCED_STATE_EPOCH"
+	case ErrLeaderNotAvailable:
+		return "LEADER_NOT_AVAILABLE"
+	case ErrInvalidRecordState:
+		return "INVALID_RECORD_STATE"
 	default:
 		return fmt.Sprintf("ErrorCode(%d)", int16(c))
 	}
