@@ -231,6 +231,7 @@ type ShareGroupStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sg,categories=sharestate
+// +kubebuilder:selectablefield:JSONPath=`.spec.groupId`
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupId`,priority=1
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
 // +kubebuilder:printcolumn:name="Fenced",type=integer,JSONPath=`.status.fencedPartitions`

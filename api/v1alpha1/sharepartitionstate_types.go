@@ -151,6 +151,7 @@ type SharePartitionStateStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sps,categories=sharestate
+// +kubebuilder:selectablefield:JSONPath=`.spec.groupId`
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupId`
 // +kubebuilder:printcolumn:name="Topic",type=string,JSONPath=`.spec.topicName`
 // +kubebuilder:printcolumn:name="Topic ID",type=string,JSONPath=`.spec.topicId`,priority=1

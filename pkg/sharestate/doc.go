@@ -17,6 +17,6 @@ package sharestate
 // What a persister needs of the Kubernetes API, in the namespace it serves; `make manifests` turns
 // these markers into config/rbac/sidecar/role.yaml, the sidecar's role (bind it with a RoleBinding in
 // each broker namespace).
-// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups,verbs=get;create
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups,verbs=get;list;create
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;create;delete
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates/status,verbs=get;update

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
@@ -91,21 +90,20 @@ func (p *Persister) createObject(ctx context.Context, key partitionKey) (*v1.Sha
 	}
 }
 
-// ensureShareGroup returns the group's ShareGroup, creating one that declares nothing if there is none.
+// ensureShareGroup returns the group's ShareGroup, creating one that declares nothing, under the
+// derived name, if there is none.
 func (p *Persister) ensureShareGroup(ctx context.Context, group string) (*v1.ShareGroup, error) {
-	sg := &v1.ShareGroup{}
-	name := client.ObjectKey{Namespace: p.opts.Namespace, Name: v1.ShareGroupName(group)}
-	err := p.withRetry(ctx, "get", func(ctx context.Context) error { return p.opts.Client.Get(ctx, name, sg) })
-	if classify(err) != classNotFound {
+	sg, err := findShareGroup(ctx, p.opts.Client, p.opts.Namespace, group, p.withRetry)
+	if err != nil || sg != nil {
 		return sg, err
 	}
 	sg = &v1.ShareGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Namespace, Name: v1.ShareGroupName(group)},
 		Spec:       v1.ShareGroupSpec{GroupID: v1.GroupID(group)},
 	}
 	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.Client.Create(ctx, sg) })
 	if classify(err) == classExists {
-		err = p.withRetry(ctx, "get", func(ctx context.Context) error { return p.opts.Client.Get(ctx, name, sg) })
+		return findShareGroup(ctx, p.opts.Client, p.opts.Namespace, group, p.withRetry)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating the ShareGroup: %w", err)

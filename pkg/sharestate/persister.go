@@ -32,13 +32,14 @@ func New(opts Options) (*Persister, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Persister{
-		opts:     opts,
-		slots:    newSlotTable(opts.MaxCachedPartitions),
-		topology: newTopology(opts.Client, opts.Namespace, opts.TopologyTTL, opts.Now),
-		metrics:  newPersisterMetrics(),
-		log:      opts.Logger,
-	}, nil
+	p := &Persister{
+		opts:    opts,
+		slots:   newSlotTable(opts.MaxCachedPartitions),
+		metrics: newPersisterMetrics(),
+		log:     opts.Logger,
+	}
+	p.topology = newTopology(opts.Client, opts.Namespace, opts.TopologyTTL, opts.Now, p.withRetry)
+	return p, nil
 }
 
 // Initialize creates or resets the state of each partition (spec §5): a fresh state at a higher state

@@ -449,3 +449,32 @@ func equalCodes(got []sharestate.ErrorCode, want ...sharestate.ErrorCode) bool {
 	}
 	return true
 }
+
+// A ShareGroup a user created under a name of their choosing is the group's: its declared topics
+// apply, and Initialize neither creates a second ShareGroup nor leaves the state unowned.
+func TestUserNamedShareGroup(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	sg := &v1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec:       v1.ShareGroupSpec{GroupID: "orders-processors", Topics: []v1.ShareGroupTopic{{TopicID: v1.TopicID(topicA.String()), Partitions: 1}}},
+	}
+	if err := env.Client.Create(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	p := newPersister(t, ns, 1)
+	expectCode(t, "undeclared partition", initialize(t, p, "orders-processors", 1, 0, 0), sharestate.ErrUnknownTopicOrPartition)
+	expectCode(t, "declared partition", initialize(t, p, "orders-processors", 0, 0, 0), sharestate.ErrNone)
+	var groups v1.ShareGroupList
+	if err := env.Client.List(ctx, &groups, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(groups.Items) != 1 {
+		t.Fatalf("%d ShareGroups, want only the user's", len(groups.Items))
+	}
+	obj := getObject(t, ns, "orders-processors", 0)
+	if owner := metav1.GetControllerOf(obj); owner == nil || owner.UID != sg.UID || obj.Labels[v1.LabelShareGroup] != "orders" {
+		t.Fatalf("state owned by %+v, labels %v; want the user's ShareGroup", obj.OwnerReferences, obj.Labels)
+	}
+}

@@ -6,19 +6,18 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
-// topology answers spec §6: is a topic partition known to its share group? A group's ShareGroup may
-// declare its topics with their partition counts; where it declares none, or does not exist, every
-// partition is known. Declarations are read at most once per TTL per group, so the steady-state
+// topology answers spec §6: is a topic partition known to its share group? A group's ShareGroup (found
+// by group id, see findShareGroup) may declare its topics with their partition counts; where it
+// declares none, or does not exist, every partition is known. Declarations are read at most once per TTL per group, so the steady-state
 // write path does not read the ShareGroup.
 type topology struct {
 	client    client.Client
 	namespace string
 	ttl       time.Duration
 	now       func() time.Time
+	request   func(context.Context, string, func(context.Context) error) error // one API request, with retries
 
 	mu     sync.Mutex
 	groups map[string]groupTopology
@@ -32,8 +31,9 @@ type groupTopology struct {
 	declared map[TopicID]int32 // nil: nothing declared, every partition is known
 }
 
-func newTopology(c client.Client, namespace string, ttl time.Duration, now func() time.Time) *topology {
-	return &topology{client: c, namespace: namespace, ttl: ttl, now: now, groups: map[string]groupTopology{}}
+func newTopology(c client.Client, namespace string, ttl time.Duration, now func() time.Time,
+	request func(context.Context, string, func(context.Context) error) error) *topology {
+	return &topology{client: c, namespace: namespace, ttl: ttl, now: now, request: request, groups: map[string]groupTopology{}}
 }
 
 // known reports whether the partition is known. An error means the ShareGroup could not be read
@@ -74,17 +74,12 @@ func (t *topology) get(ctx context.Context, group string) (groupTopology, error)
 }
 
 func (t *topology) fetch(ctx context.Context, group string) (groupTopology, error) {
-	var sg v1.ShareGroup
-	err := t.client.Get(ctx, client.ObjectKey{Namespace: t.namespace, Name: v1.ShareGroupName(group)}, &sg)
-	switch classify(err) {
-	case classOK:
-	case classNotFound:
-		return groupTopology{fetched: t.now()}, nil
-	default:
+	sg, err := findShareGroup(ctx, t.client, t.namespace, group, t.request)
+	if err != nil {
 		return groupTopology{}, err
 	}
 	g := groupTopology{fetched: t.now()}
-	if len(sg.Spec.Topics) == 0 {
+	if sg == nil || len(sg.Spec.Topics) == 0 {
 		return g, nil
 	}
 	g.declared = make(map[TopicID]int32, len(sg.Spec.Topics))
