@@ -1,0 +1,28 @@
+// Command kubectl-sharestate is the kubectl plugin of sharestate-operator: `kubectl sharestate
+// describe group`, `reset-offsets`, `delete group` and `dump`. Put it on the PATH and kubectl finds it;
+// --help lists the commands and flags. The commands live in internal/plugin.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/sharestate/sharestate-operator/internal/plugin"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	err := plugin.NewCommand(genericclioptions.NewConfigFlags(true), streams).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,322 @@
+package plugin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// resetIDPattern is the schema's pattern of spec.offsetReset.id (at most 63 characters).
+var resetIDPattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$`)
+
+// maxSubmitAttempts bounds the conflicts absorbed while writing the request.
+const maxSubmitAttempts = 5
+
+type resetOptions struct {
+	topic      string
+	toEarliest bool
+	toOffset   int64
+	toAuto     bool
+	partitions []int32
+	id         string
+	dryRun     bool
+	timeout    time.Duration
+	poll       time.Duration
+}
+
+func newResetOffsetsCommand(o *rootOptions) *cobra.Command {
+	ro := &resetOptions{poll: 250 * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "reset-offsets GROUP --topic TOPIC (--to-earliest | --to-offset N | --to-auto)",
+		Short: "Reset a share group's start offsets on a topic, carried out by the operator",
+		Long: `Reset a share group's start offsets on one topic (Kafka's AlterShareGroupOffsets).
+
+The request is written to the ShareGroup's spec.offsetReset; the operator then raises the state epoch
+above every partition's and initializes each named partition afresh at it, with the new start offset,
+which fences every live leader. The command waits until the operator reports the reset done.
+
+A request runs once per id: running the command again with the same --id waits for (or reports) the
+same reset, it does not reset again.`,
+		Example: `  kubectl sharestate reset-offsets orders --topic q1Sh0o2QRbuBzMz8vEMbvQ --to-offset 1200
+  kubectl sharestate reset-offsets orders --topic orders --to-earliest --partitions 0,3 --dry-run`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic, err := ro.validate(cmd.Flags().Changed("to-offset"))
+			if err != nil {
+				return err
+			}
+			return ro.run(cmd.Context(), o, args[0], topic)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ro.topic, "topic", "", "the topic to reset: its Kafka topic id, or the name the group declares for it (required)")
+	f.BoolVar(&ro.toEarliest, "to-earliest", false, "start from the earliest offset (0: the leader moves it up to the log start)")
+	f.Int64Var(&ro.toOffset, "to-offset", 0, "start from this offset")
+	f.BoolVar(&ro.toAuto, "to-auto", false, "clear the start offset: the leader applies share.auto.offset.reset")
+	f.Int32SliceVar(&ro.partitions, "partitions", nil, "reset only these `partitions`, e.g. 0,1,2 (default: every partition the group declares)")
+	f.StringVar(&ro.id, "id", "", "the request's id (default: a new one); the same id again is the same request")
+	f.BoolVar(&ro.dryRun, "dry-run", false, "print what would be requested and which partitions it would reset, and change nothing")
+	f.DurationVar(&ro.timeout, "timeout", 2*time.Minute, "how long to wait for the operator to carry out the reset")
+	return cmd
+}
+
+// validate checks the flags before anything is read from the cluster, and returns the topic's reset
+// (its topic id still to be resolved). It fills in a new id when none was given.
+func (ro *resetOptions) validate(toOffsetSet bool) (v1.OffsetResetTopic, error) {
+	var t v1.OffsetResetTopic
+	if ro.topic == "" {
+		return t, errors.New("--topic is required")
+	}
+	chosen := 0
+	for _, set := range []bool{ro.toEarliest, toOffsetSet, ro.toAuto} {
+		if set {
+			chosen++
+		}
+	}
+	if chosen != 1 {
+		return t, errors.New("exactly one of --to-earliest, --to-offset N and --to-auto is required")
+	}
+	switch {
+	case ro.toEarliest:
+		t.To = v1.OffsetResetToEarliest
+	case ro.toAuto:
+		t.To = v1.OffsetResetToAutoOffsetReset
+	default:
+		if ro.toOffset < 0 {
+			return t, fmt.Errorf("--to-offset %d is negative", ro.toOffset)
+		}
+		t.To, t.Offset = v1.OffsetResetToOffset, &ro.toOffset
+	}
+	for _, p := range ro.partitions {
+		if p < 0 {
+			return t, fmt.Errorf("--partitions: partition %d is negative", p)
+		}
+	}
+	if len(ro.partitions) > 0 {
+		t.Partitions = slices.Compact(slices.Sorted(slices.Values(ro.partitions)))
+	}
+	if ro.timeout <= 0 {
+		return t, fmt.Errorf("--timeout %s must be above zero", ro.timeout)
+	}
+	if ro.id == "" {
+		id, err := newResetID(time.Now())
+		if err != nil {
+			return t, err
+		}
+		ro.id = id
+	}
+	if len(ro.id) > 63 || !resetIDPattern.MatchString(ro.id) {
+		return t, fmt.Errorf("--id %q: want at most 63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", ro.id)
+	}
+	return t, nil
+}
+
+// newResetID returns a request id that is new with overwhelming likelihood: the time and 4 random bytes.
+func newResetID(now time.Time) (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("choosing a reset id: %w", err)
+	}
+	return "reset-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string, topic v1.OffsetResetTopic) error {
+	s, err := o.connect()
+	if err != nil {
+		return err
+	}
+	sg, err := s.findGroup(ctx, groupArg, false)
+	if err != nil {
+		return err
+	}
+	if topic.TopicID, err = resolveTopic(sg, ro.topic); err != nil {
+		return err
+	}
+	req := v1.OffsetResetRequest{ID: ro.id, Topics: []v1.OffsetResetTopic{topic}}
+	if ro.dryRun {
+		return s.dryRunReset(ctx, sg, req)
+	}
+	sg, action, err := s.submitReset(ctx, sg, req)
+	if err != nil {
+		return err
+	}
+	if sg, err = s.waitReset(ctx, sg, req.ID, ro.timeout, ro.poll); err != nil {
+		return err
+	}
+	return s.printResetOutcome(ctx, sg, req, action)
+}
+
+// submitReset writes req into the group's spec, unless decideSubmit says otherwise. The write is
+// conditional on the resourceVersion the decision was taken on; a conflict decides again.
+func (s *session) submitReset(ctx context.Context, sg *v1.ShareGroup, req v1.OffsetResetRequest) (*v1.ShareGroup, submitAction, error) {
+	for attempt := 1; ; attempt++ {
+		action, err := decideSubmit(sg, req)
+		if err != nil || action != submitWrite {
+			return sg, action, err
+		}
+		patch := client.MergeFromWithOptions(sg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		sg.Spec.OffsetReset = req.DeepCopy()
+		err = s.client.Patch(ctx, sg, patch)
+		if err == nil {
+			return sg, submitWrite, nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxSubmitAttempts {
+			return nil, 0, apiError(err, "writing reset %q into ShareGroup %s/%s", req.ID, sg.Namespace, sg.Name)
+		}
+		fresh := &v1.ShareGroup{}
+		if err := s.client.Get(ctx, client.ObjectKeyFromObject(sg), fresh); err != nil {
+			return nil, 0, apiError(err, "reading ShareGroup %s/%s", sg.Namespace, sg.Name)
+		}
+		sg = fresh
+	}
+}
+
+// waitReset polls the group until the operator reports request id done or refused, or timeout passes.
+func (s *session) waitReset(ctx context.Context, sg *v1.ShareGroup, id string, timeout, poll time.Duration) (*v1.ShareGroup, error) {
+	generation := sg.Generation
+	key := client.ObjectKeyFromObject(sg)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		done, err := resetOutcome(sg, id, generation)
+		if err != nil || done {
+			return sg, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for reset %q: %w", id, ctx.Err())
+		case <-deadline.C:
+			return nil, fmt.Errorf("reset %q was not carried out within %s (%s); the request stays in the group's spec, is the operator running?",
+				id, timeout, resetProgress(sg))
+		case <-ticker.C:
+		}
+		fresh := &v1.ShareGroup{}
+		if err := s.client.Get(ctx, key, fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("ShareGroup %s was deleted while waiting for reset %q", key, id)
+			}
+			return nil, apiError(err, "reading ShareGroup %s", key)
+		}
+		sg = fresh
+	}
+}
+
+// resetProgress says what the group's OffsetReset condition says.
+func resetProgress(sg *v1.ShareGroup) string {
+	c := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset)
+	if c == nil || c.ObservedGeneration < sg.Generation {
+		return "the operator has not reported on it"
+	}
+	return fmt.Sprintf("%s: %s", c.Reason, c.Message)
+}
+
+func (s *session) printResetOutcome(ctx context.Context, sg *v1.ShareGroup, req v1.OffsetResetRequest, action submitAction) error {
+	l := sg.Status.LastOffsetReset
+	if l == nil || l.ID != req.ID {
+		return fmt.Errorf("the group does not record reset %q as its last one", req.ID)
+	}
+	verb := "completed"
+	if action == submitDone {
+		verb = "was already carried out"
+	}
+	p := &printer{w: s.out}
+	now := time.Now()
+	p.printf("Offset reset %q of group %q (ShareGroup %s/%s) %s: %s initialized at state epoch %d.\n",
+		req.ID, sg.Spec.GroupID, sg.Namespace, sg.Name, verb, counted(l.Partitions, "partition"), l.StateEpoch)
+	p.fields([2]string{"Started", stampPtr(l.StartTime, now)}, [2]string{"Completed", stampPtr(l.CompletionTime, now)})
+	partitions, err := s.listPartitions(ctx, sg)
+	if err != nil {
+		return err
+	}
+	plan, err := planReset(sg, req, partitions)
+	if err != nil {
+		return p.err // the spec changed since: the summary above is what the operator recorded
+	}
+	rows := make([][]string, 0, len(plan.targets))
+	for _, t := range plan.targets {
+		epoch, start := "-", "-"
+		if t.current != nil {
+			epoch, start = itoa(t.current.Status.StateEpoch), strconv.FormatInt(t.current.Status.StartOffset, 10)
+		}
+		rows = append(rows, []string{topicLabel(topicName(sg, t.topicID), t.topicID), itoa(t.partition), epoch, start})
+	}
+	p.table("", []string{"TOPIC", "PARTITION", "STATE EPOCH", "START OFFSET"}, rows)
+	return p.err
+}
+
+// dryRunReset prints the request and what the operator would do with it, and writes nothing.
+func (s *session) dryRunReset(ctx context.Context, sg *v1.ShareGroup, req v1.OffsetResetRequest) error {
+	partitions, err := s.listPartitions(ctx, sg)
+	if err != nil {
+		return err
+	}
+	doc, err := yaml.Marshal(map[string]any{"spec": map[string]any{"offsetReset": req}})
+	if err != nil {
+		return fmt.Errorf("rendering the request: %w", err)
+	}
+	p := &printer{w: s.out}
+	p.printf("Dry run: nothing was changed. The request for ShareGroup %s/%s (group id %q):\n", sg.Namespace, sg.Name, sg.Spec.GroupID)
+	p.printf("%s", indent(string(doc), "  "))
+	action, err := decideSubmit(sg, req)
+	switch {
+	case err != nil:
+		return errors.Join(p.err, fmt.Errorf("the request would not be written: %w", err))
+	case action == submitDone:
+		p.printf("Reset %q was already carried out; the operator would not run it again.\n", req.ID)
+		return p.err
+	case action == submitPending:
+		p.printf("Reset %q is already requested; the operator has not completed it yet.\n", req.ID)
+	}
+	plan, err := planReset(sg, req, partitions)
+	if err != nil {
+		return errors.Join(p.err, fmt.Errorf("the operator would refuse the request: %w", err))
+	}
+	p.printf("The operator would initialize %s at state epoch %d (higher if a partition is fenced meanwhile), fencing their leaders:\n",
+		counted(len(plan.targets), "partition"), plan.stateEpoch)
+	p.table("  ", []string{"TOPIC", "PARTITION", "STATE EPOCH", "START OFFSET", "NEW START OFFSET", "LEADER (BROKER/POD)"}, planCells(sg, plan))
+	return p.err
+}
+
+func planCells(sg *v1.ShareGroup, plan resetPlan) [][]string {
+	rows := make([][]string, len(plan.targets))
+	for i, t := range plan.targets {
+		epoch, start, leader := "-", "-", "-"
+		if c := t.current; c != nil {
+			epoch, start, leader = itoa(c.Status.StateEpoch), strconv.FormatInt(c.Status.StartOffset, 10), leaderCell(c.Status.Leader)
+		}
+		next := strconv.FormatInt(t.startOffset, 10)
+		if t.startOffset == -1 {
+			next = "-1 (auto.offset.reset)"
+		}
+		rows[i] = []string{topicLabel(topicName(sg, t.topicID), t.topicID), itoa(t.partition), epoch, start, next, leader}
+	}
+	return rows
+}
+
+// indent prefixes every non-empty line of s.
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "")
+}

@@ -1,0 +1,131 @@
+package plugin_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// reset-offsets end to end: a dry run changes nothing; the operator carries the reset out and the
+// command reports it; the same --id again is the same reset; a second request by group id, for some
+// partitions, runs at the next state epoch.
+func TestResetOffsets(t *testing.T) {
+	requireEnv(t)
+	ns := env.Namespace(t)
+	const group = "reset-orders"
+	sg := declareGroup(t, ns, group, 3)
+	b := newBroker(t, ns, group, 1, brokerPod(t, ns, "broker-1"))
+	for part := range int32(3) {
+		b.initialize(part, 0, 0)
+		b.read(part, 1)
+		b.mustWrite(part, 0, 1, 2, batch(10, 11, sharestate.DeliveryStateAcknowledged, 1))
+	}
+
+	before := getGroup(t, sg)
+	out := mustRun(t, "reset-offsets", sg.Name, "-n", ns, "--topic", "orders", "--to-offset", "500", "--id", "r1", "--dry-run")
+	lineMatching(t, out, `^Dry run: nothing was changed\.`)
+	lineMatching(t, out, `^\s+id: r1$`)
+	lineMatching(t, out, `^\s+(- )?offset: 500$`)
+	lineMatching(t, out, `^The operator would initialize 3 partitions at state epoch 1 `)
+	lineMatching(t, out, `^\s+orders \(`+topicOrders+`\)\s+2\s+0\s+0\s+500\s+1/broker-1$`)
+	if after := getGroup(t, sg); after.Generation != before.Generation || after.Spec.OffsetReset != nil {
+		t.Fatalf("the dry run changed the group: generation %d → %d, offsetReset %+v", before.Generation, after.Generation, after.Spec.OffsetReset)
+	}
+
+	args := []string{"reset-offsets", sg.Name, "-n", ns, "--topic", topicOrders, "--to-offset", "500", "--id", "r1", "--timeout", "30s"}
+	out = mustRun(t, args...)
+	lineMatching(t, out, `^Offset reset "r1" of group "reset-orders" \(ShareGroup `+ns+`/`+sg.Name+`\) completed: 3 partitions initialized at state epoch 1\.$`)
+	lineMatching(t, out, `^orders \(`+topicOrders+`\)\s+1\s+1\s+500$`)
+	for part := range int32(3) {
+		s := getPartition(t, ns, group, part).Status
+		if s.StateEpoch != 1 || s.StartOffset != 500 || len(s.StateBatches) != 0 {
+			t.Fatalf("partition %d after the reset: state epoch %d, start offset %d, batches %v", part, s.StateEpoch, s.StartOffset, s.StateBatches)
+		}
+		if code := b.write(part, 0, 1, -1, batch(12, 12, sharestate.DeliveryStateAcknowledged, 1)); code != sharestate.ErrFencedStateEpoch {
+			t.Fatalf("the old leader's write to partition %d after the reset was answered %s", part, code)
+		}
+	}
+	// Progress at the reset's epoch, which running the same request again must keep.
+	if r := b.read(0, 1); r.StateEpoch != 1 || r.StartOffset != 500 {
+		t.Fatalf("reload after the reset: %+v", r)
+	}
+	b.mustWrite(0, 1, 1, 1, batch(500, 500, sharestate.DeliveryStateAcknowledged, 1))
+	out = mustRun(t, args...)
+	lineMatching(t, out, `^Offset reset "r1" .* was already carried out: 3 partitions initialized at state epoch 1\.$`)
+	if s := getPartition(t, ns, group, 0).Status; s.StateEpoch != 1 || !slices.Equal(batchStrings(s.StateBatches), []string{"500/2/1"}) {
+		t.Fatalf("the same request ran twice: partition 0 at state epoch %d with batches %v", s.StateEpoch, s.StateBatches)
+	}
+
+	// The same id with other topics is a mistake the command refuses, dry run or not.
+	for _, dry := range []string{"--dry-run=true", "--dry-run=false"} {
+		mustFail(t, "", `reset "r1" was already requested with other topics`, "reset-offsets", sg.Name, "-n", ns,
+			"--topic", "orders", "--to-auto", "--id", "r1", dry)
+	}
+
+	// By group id, to the earliest offset, for partitions 0 and 2, with an id chosen by the command.
+	out = mustRun(t, "reset-offsets", group, "-n", ns, "--topic", "orders", "--to-earliest", "--partitions", "2,0", "--timeout", "30s")
+	lineMatching(t, out, `^Offset reset "reset-\d{8}-\d{6}-[0-9a-f]{8}" of group "reset-orders" .* completed: 2 partitions initialized at state epoch 2\.$`)
+	for part, want := range map[int32][2]int64{0: {2, 0}, 1: {1, 500}, 2: {2, 0}} {
+		if s := getPartition(t, ns, group, part).Status; int64(s.StateEpoch) != want[0] || s.StartOffset != want[1] {
+			t.Fatalf("partition %d after the second reset: state epoch %d, start offset %d; want %v", part, s.StateEpoch, s.StartOffset, want)
+		}
+	}
+	if id := getGroup(t, sg).Status.LastOffsetReset.ID; !strings.HasPrefix(id, "reset-") || id == "r1" {
+		t.Fatalf("last reset %q, want the generated id", id)
+	}
+}
+
+// The operator refuses a reset of a topic the group does not declare; the command fails with the
+// operator's message. Bad input fails before anything is written.
+func TestResetOffsetsRefused(t *testing.T) {
+	requireEnv(t)
+	ns := env.Namespace(t)
+	sg := declareGroup(t, ns, "reset-refused", 2)
+
+	mustFail(t, "", "the operator would refuse the request: topic "+topicUndeclared+" is not declared in spec.topics",
+		"reset-offsets", sg.Name, "-n", ns, "--topic", topicUndeclared, "--to-earliest", "--dry-run")
+	r := mustFail(t, "", `the operator refused the reset: reset "bad" refused: topic `+topicUndeclared+` is not declared in spec.topics`,
+		"reset-offsets", sg.Name, "-n", ns, "--topic", topicUndeclared, "--to-earliest", "--id", "bad", "--timeout", "30s")
+	if r.out != "" {
+		t.Fatalf("a refused reset printed an outcome:\n%s", r.out)
+	}
+	// The same request again fails the same way, at once.
+	mustFail(t, "", `reset "bad" refused`, "reset-offsets", sg.Name, "-n", ns, "--topic", topicUndeclared, "--to-earliest", "--id", "bad", "--timeout", "30s")
+	if g := getGroup(t, sg); g.Status.LastOffsetReset != nil {
+		t.Fatalf("a refused reset was recorded: %+v", g.Status.LastOffsetReset)
+	}
+
+	generation := getGroup(t, sg).Generation
+	for _, tc := range []struct {
+		want string
+		args []string
+	}{
+		{`topic "nope" is neither a Kafka topic id`, []string{"--topic", "nope", "--to-earliest"}},
+		{"it declares orders (" + topicOrders + ")", []string{"--topic", "nope", "--to-earliest"}},
+		{"is the zero Uuid", []string{"--topic", "AAAAAAAAAAAAAAAAAAAAAA", "--to-earliest"}},
+		{`topic "q1Sh0o2QRbuBzMz8vEMbvR" is neither`, []string{"--topic", "q1Sh0o2QRbuBzMz8vEMbvR", "--to-earliest"}}, // stray bits in the last character
+		{"exactly one of --to-earliest, --to-offset N and --to-auto", []string{"--topic", "orders"}},
+		{"exactly one of --to-earliest, --to-offset N and --to-auto", []string{"--topic", "orders", "--to-earliest", "--to-offset", "3"}},
+		{"--to-offset -1 is negative", []string{"--topic", "orders", "--to-offset", "-1"}},
+		{"partition -2 is negative", []string{"--topic", "orders", "--to-auto", "--partitions", "1,-2"}},
+		{`--id "-x-"`, []string{"--topic", "orders", "--to-auto", "--id", "-x-"}},
+		{"--topic is required", []string{"--to-auto"}},
+		{"topic " + topicOrders + " declares 2 partitions, not partition 5", []string{"--topic", "orders", "--to-auto", "--partitions", "5", "--dry-run"}},
+	} {
+		mustFail(t, "", tc.want, append([]string{"reset-offsets", sg.Name, "-n", ns}, tc.args...)...)
+	}
+	if g := getGroup(t, sg); g.Generation != generation {
+		t.Fatalf("bad input changed the group: generation %d → %d", generation, g.Generation)
+	}
+	mustFail(t, "", `no ShareGroup named "missing"`, "reset-offsets", "missing", "-n", ns, "--topic", topicOrders, "--to-auto")
+}
+
+func batchStrings[T ~string](batches []T) []string {
+	out := make([]string, len(batches))
+	for i, b := range batches {
+		out[i] = string(b)
+	}
+	return out
+}

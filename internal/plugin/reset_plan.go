@@ -1,0 +1,171 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// resetTarget is one partition a reset request names, with the start offset it gets.
+type resetTarget struct {
+	topicID     v1.TopicID
+	partition   int32
+	startOffset int64
+	current     *v1.SharePartitionState // nil: no state yet
+}
+
+// resetPlan is what the operator would do with a reset request, as far as it can be told beforehand.
+type resetPlan struct {
+	targets []resetTarget
+	// stateEpoch is the state epoch the operator would choose now: one above the group's and every
+	// partition's. (Fencing in the meantime can raise it.)
+	stateEpoch int32
+}
+
+// planReset works out, as the operator does, which partitions the request names from the group's
+// declared topics, or what it names that the group does not declare (the operator refuses those).
+func planReset(sg *v1.ShareGroup, req v1.OffsetResetRequest, partitions []v1.SharePartitionState) (resetPlan, error) {
+	declared := make(map[v1.TopicID]int32, len(sg.Spec.Topics))
+	for _, t := range sg.Spec.Topics {
+		declared[t.TopicID] = t.Partitions
+	}
+	byKey := make(map[v1.TopicID]map[int32]*v1.SharePartitionState)
+	plan := resetPlan{stateEpoch: sg.Status.StateEpoch}
+	if l := sg.Status.LastOffsetReset; l != nil {
+		plan.stateEpoch = max(plan.stateEpoch, l.StateEpoch)
+	}
+	for i := range partitions {
+		p := &partitions[i]
+		plan.stateEpoch = max(plan.stateEpoch, p.Status.StateEpoch)
+		if byKey[p.Spec.TopicID] == nil {
+			byKey[p.Spec.TopicID] = map[int32]*v1.SharePartitionState{}
+		}
+		byKey[p.Spec.TopicID][p.Spec.Partition] = p
+	}
+	plan.stateEpoch++
+	for _, t := range req.Topics {
+		count, ok := declared[t.TopicID]
+		if !ok {
+			return resetPlan{}, fmt.Errorf("topic %s is not declared in spec.topics of group %q", t.TopicID, sg.Spec.GroupID)
+		}
+		named := t.Partitions
+		if len(named) == 0 {
+			named = make([]int32, count)
+			for p := range count {
+				named[p] = p
+			}
+		}
+		for _, p := range named {
+			if p >= count {
+				return resetPlan{}, fmt.Errorf("topic %s declares %d partitions, not partition %d", t.TopicID, count, p)
+			}
+			plan.targets = append(plan.targets, resetTarget{topicID: t.TopicID, partition: p, startOffset: startOffsetOf(t), current: byKey[t.TopicID][p]})
+		}
+	}
+	return plan, nil
+}
+
+// startOffsetOf is the start offset a reset topic gives its partitions: 0 for Earliest (the leader
+// moves it up to the log start), the offset, or -1 (the leader applies share.auto.offset.reset).
+func startOffsetOf(t v1.OffsetResetTopic) int64 {
+	switch {
+	case t.To == v1.OffsetResetToOffset && t.Offset != nil:
+		return *t.Offset
+	case t.To == v1.OffsetResetToAutoOffsetReset:
+		return -1
+	default:
+		return 0
+	}
+}
+
+// submitAction is what reset-offsets does with its request, given the group as it is.
+type submitAction int
+
+const (
+	// submitWrite: write the request into spec.offsetReset.
+	submitWrite submitAction = iota
+	// submitPending: the same request (id and topics) is already in the spec; wait for it.
+	submitPending
+	// submitDone: the operator already carried out a request of this id.
+	submitDone
+)
+
+// decideSubmit says what to do with req on the group sg: a request runs once per id, so the same id
+// is the same request (it is waited for, not written again), the same id with other topics is a
+// mistake, and a reset that the operator has started is not replaced before it completes.
+func decideSubmit(sg *v1.ShareGroup, req v1.OffsetResetRequest) (submitAction, error) {
+	last := sg.Status.LastOffsetReset
+	current := sg.Spec.OffsetReset
+	if current != nil && current.ID == req.ID {
+		if !sameTopics(current.Topics, req.Topics) {
+			return 0, fmt.Errorf("reset %q was already requested with other topics (%s); a new request needs a new --id",
+				req.ID, resetRequest(current))
+		}
+		if last != nil && last.ID == req.ID && last.CompletionTime != nil {
+			return submitDone, nil
+		}
+		return submitPending, nil
+	}
+	if last != nil && last.ID == req.ID && last.CompletionTime != nil {
+		return submitDone, nil // carried out, then replaced by another request: it does not run again
+	}
+	if current != nil && last != nil && last.ID == current.ID && last.CompletionTime == nil && !refused(sg) {
+		return 0, fmt.Errorf("reset %q is in progress since %s; wait for it to complete before requesting another",
+			current.ID, stampPtr(last.StartTime, time.Now()))
+	}
+	return submitWrite, nil
+}
+
+// refused reports whether the operator refused the group's current reset request.
+func refused(sg *v1.ShareGroup) bool {
+	c := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= sg.Generation
+}
+
+// sameTopics compares two requests' topics, with partitions as sets (the schema keeps them as a set).
+func sameTopics(a, b []v1.OffsetResetTopic) bool {
+	return equality.Semantic.DeepEqual(normalTopics(a), normalTopics(b))
+}
+
+func normalTopics(topics []v1.OffsetResetTopic) []v1.OffsetResetTopic {
+	out := make([]v1.OffsetResetTopic, len(topics))
+	for i, t := range topics {
+		out[i] = *t.DeepCopy()
+		slices.Sort(out[i].Partitions)
+		if len(out[i].Partitions) == 0 {
+			out[i].Partitions = nil
+		}
+	}
+	slices.SortFunc(out, func(x, y v1.OffsetResetTopic) int {
+		switch {
+		case x.TopicID < y.TopicID:
+			return -1
+		case x.TopicID > y.TopicID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// resetOutcome reads the group for the outcome of request id, submitted at generation: done once the
+// operator recorded its completion; an error when the operator refused it or the request was replaced.
+func resetOutcome(sg *v1.ShareGroup, id string, generation int64) (bool, error) {
+	if l := sg.Status.LastOffsetReset; l != nil && l.ID == id && l.CompletionTime != nil {
+		return true, nil
+	}
+	if req := sg.Spec.OffsetReset; req == nil || req.ID != id {
+		return false, fmt.Errorf("reset %q was replaced while waiting: the group now requests %s", id, resetRequest(req))
+	}
+	c := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset)
+	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= generation {
+		return false, fmt.Errorf("the operator refused the reset: %s", c.Message)
+	}
+	return false, nil
+}

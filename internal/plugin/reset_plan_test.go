@@ -1,0 +1,211 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+const (
+	topicA v1.TopicID = "q1Sh0o2QRbuBzMz8vEMbvQ"
+	topicB v1.TopicID = "AAAAAAAAAAAAAAAAAAAAAQ"
+)
+
+func groupDeclaring(epoch int32, topics ...v1.ShareGroupTopic) *v1.ShareGroup {
+	return &v1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", Generation: 4},
+		Spec:       v1.ShareGroupSpec{GroupID: "g", Topics: topics},
+		Status:     v1.ShareGroupStatus{StateEpoch: epoch},
+	}
+}
+
+func partitionAt(topic v1.TopicID, partition, epoch int32) v1.SharePartitionState {
+	return v1.SharePartitionState{
+		Spec:   v1.SharePartitionStateSpec{GroupID: "g", TopicID: topic, Partition: partition},
+		Status: v1.SharePartitionStateStatus{StateEpoch: epoch},
+	}
+}
+
+func TestPlanReset(t *testing.T) {
+	declared := []v1.ShareGroupTopic{{TopicID: topicA, Name: "orders", Partitions: 3}}
+	tests := []struct {
+		name       string
+		group      *v1.ShareGroup
+		topic      v1.OffsetResetTopic
+		partitions []v1.SharePartitionState
+		want       []resetTarget // without current
+		wantEpoch  int32
+		wantErr    string
+	}{{
+		name:      "every declared partition, to an offset",
+		group:     groupDeclaring(2, declared...),
+		topic:     v1.OffsetResetTopic{TopicID: topicA, To: v1.OffsetResetToOffset, Offset: ptr.To[int64](500)},
+		want:      []resetTarget{{topicA, 0, 500, nil}, {topicA, 1, 500, nil}, {topicA, 2, 500, nil}},
+		wantEpoch: 3,
+	}, {
+		name:       "named partitions, earliest; the highest partition epoch wins",
+		group:      groupDeclaring(2, declared...),
+		topic:      v1.OffsetResetTopic{TopicID: topicA, To: v1.OffsetResetToEarliest, Partitions: []int32{2, 0}},
+		partitions: []v1.SharePartitionState{partitionAt(topicA, 1, 7), partitionAt(topicA, 2, 5)},
+		want:       []resetTarget{{topicA, 2, 0, nil}, {topicA, 0, 0, nil}},
+		wantEpoch:  8,
+	}, {
+		name:      "auto offset reset clears the start offset",
+		group:     groupDeclaring(0, declared...),
+		topic:     v1.OffsetResetTopic{TopicID: topicA, To: v1.OffsetResetToAutoOffsetReset, Partitions: []int32{1}},
+		want:      []resetTarget{{topicA, 1, -1, nil}},
+		wantEpoch: 1,
+	}, {
+		name:    "undeclared topic",
+		group:   groupDeclaring(0, declared...),
+		topic:   v1.OffsetResetTopic{TopicID: topicB, To: v1.OffsetResetToEarliest},
+		wantErr: "topic AAAAAAAAAAAAAAAAAAAAAQ is not declared in spec.topics",
+	}, {
+		name:    "partition beyond the declared count",
+		group:   groupDeclaring(0, declared...),
+		topic:   v1.OffsetResetTopic{TopicID: topicA, To: v1.OffsetResetToEarliest, Partitions: []int32{1, 3}},
+		wantErr: "declares 3 partitions, not partition 3",
+	}, {
+		name:    "a group that declares nothing",
+		group:   groupDeclaring(0),
+		topic:   v1.OffsetResetTopic{TopicID: topicA, To: v1.OffsetResetToEarliest},
+		wantErr: "not declared",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := planReset(tc.group, v1.OffsetResetRequest{ID: "r", Topics: []v1.OffsetResetTopic{tc.topic}}, tc.partitions)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.stateEpoch != tc.wantEpoch || len(plan.targets) != len(tc.want) {
+				t.Fatalf("plan %+v, want epoch %d and targets %+v", plan, tc.wantEpoch, tc.want)
+			}
+			for i, got := range plan.targets {
+				w := tc.want[i]
+				if got.topicID != w.topicID || got.partition != w.partition || got.startOffset != w.startOffset {
+					t.Fatalf("target %d is %+v, want %+v", i, got, w)
+				}
+				if got.current != nil && got.current.Spec.Partition != got.partition {
+					t.Fatalf("target %d carries partition %d's state", i, got.current.Spec.Partition)
+				}
+			}
+		})
+	}
+}
+
+// The state a target carries is its own partition's.
+func TestPlanResetCarriesCurrentState(t *testing.T) {
+	plan, err := planReset(groupDeclaring(0, v1.ShareGroupTopic{TopicID: topicA, Partitions: 2}),
+		v1.OffsetResetRequest{ID: "r", Topics: []v1.OffsetResetTopic{{TopicID: topicA, To: v1.OffsetResetToEarliest}}},
+		[]v1.SharePartitionState{partitionAt(topicB, 0, 9), partitionAt(topicA, 1, 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.targets[0].current != nil || plan.targets[1].current == nil || plan.targets[1].current.Status.StateEpoch != 3 {
+		t.Fatalf("targets %+v", plan.targets)
+	}
+	if plan.stateEpoch != 10 {
+		t.Fatalf("state epoch %d: the operator chooses above every partition of the group", plan.stateEpoch)
+	}
+}
+
+func TestDecideSubmit(t *testing.T) {
+	earliest := []v1.OffsetResetTopic{{TopicID: topicA, To: v1.OffsetResetToEarliest, Partitions: []int32{0, 1}}}
+	reordered := []v1.OffsetResetTopic{{TopicID: topicA, To: v1.OffsetResetToEarliest, Partitions: []int32{1, 0}}}
+	auto := []v1.OffsetResetTopic{{TopicID: topicA, To: v1.OffsetResetToAutoOffsetReset}}
+	now := metav1.NewTime(time.Now())
+	tests := []struct {
+		name    string
+		spec    *v1.OffsetResetRequest
+		last    *v1.OffsetResetStatus
+		refused bool
+		want    submitAction
+		wantErr string
+	}{
+		{name: "no request yet", want: submitWrite},
+		{name: "the same request, not started", spec: &v1.OffsetResetRequest{ID: "r1", Topics: reordered}, want: submitPending},
+		{name: "the same request, done", spec: &v1.OffsetResetRequest{ID: "r1", Topics: earliest},
+			last: &v1.OffsetResetStatus{ID: "r1", StartTime: &now, CompletionTime: &now}, want: submitDone},
+		{name: "the same id with other topics", spec: &v1.OffsetResetRequest{ID: "r1", Topics: auto}, wantErr: `reset "r1" was already requested with other topics`},
+		{name: "done earlier, another request since", spec: &v1.OffsetResetRequest{ID: "r0", Topics: auto},
+			last: &v1.OffsetResetStatus{ID: "r1", CompletionTime: &now}, want: submitDone},
+		{name: "another request in progress", spec: &v1.OffsetResetRequest{ID: "r0", Topics: auto},
+			last: &v1.OffsetResetStatus{ID: "r0", StartTime: &now}, wantErr: `reset "r0" is in progress`},
+		{name: "another request done", spec: &v1.OffsetResetRequest{ID: "r0", Topics: auto},
+			last: &v1.OffsetResetStatus{ID: "r0", StartTime: &now, CompletionTime: &now}, want: submitWrite},
+		{name: "another request refused", spec: &v1.OffsetResetRequest{ID: "r0", Topics: auto}, refused: true, want: submitWrite},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sg := groupDeclaring(0)
+			sg.Spec.OffsetReset, sg.Status.LastOffsetReset = tc.spec, tc.last
+			if tc.refused {
+				sg.Status.Conditions = []metav1.Condition{{Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse,
+					Reason: v1.ReasonResetUndeclaredTopic, ObservedGeneration: sg.Generation}}
+			}
+			got, err := decideSubmit(sg, v1.OffsetResetRequest{ID: "r1", Topics: earliest})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("decideSubmit = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestResetOutcome(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	refusedAt := func(generation int64) []metav1.Condition {
+		return []metav1.Condition{{Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: v1.ReasonResetUndeclaredTopic,
+			Message: `reset "r1" refused: topic X is not declared`, ObservedGeneration: generation}}
+	}
+	tests := []struct {
+		name       string
+		specID     string
+		last       *v1.OffsetResetStatus
+		conditions []metav1.Condition
+		wantDone   bool
+		wantErr    string
+	}{
+		{name: "not started", specID: "r1"},
+		{name: "started", specID: "r1", last: &v1.OffsetResetStatus{ID: "r1", StartTime: &now}},
+		{name: "completed", specID: "r1", last: &v1.OffsetResetStatus{ID: "r1", StartTime: &now, CompletionTime: &now}, wantDone: true},
+		{name: "an older reset completed", specID: "r1", last: &v1.OffsetResetStatus{ID: "r0", CompletionTime: &now}},
+		{name: "refused", specID: "r1", conditions: refusedAt(4), wantErr: `the operator refused the reset: reset "r1" refused: topic X`},
+		{name: "an older request refused", specID: "r1", conditions: refusedAt(3)},
+		{name: "replaced", specID: "r2", wantErr: `reset "r1" was replaced while waiting`},
+		{name: "completed, then replaced", specID: "r2", last: &v1.OffsetResetStatus{ID: "r1", CompletionTime: &now}, wantDone: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sg := groupDeclaring(0)
+			sg.Spec.OffsetReset = &v1.OffsetResetRequest{ID: tc.specID}
+			sg.Status.LastOffsetReset, sg.Status.Conditions = tc.last, tc.conditions
+			done, err := resetOutcome(sg, "r1", 4)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || done != tc.wantDone {
+				t.Fatalf("resetOutcome = %v, %v; want %v", done, err, tc.wantDone)
+			}
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// NewCommand returns the kubectl-sharestate command. flags say how to reach the cluster (--kubeconfig,
+// --context, -n/--namespace and the rest of kubectl's connection flags, added to the command's
+// persistent flags); streams receive all input and output.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &rootOptions{flags: flags, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "kubectl-sharestate",
+		Short: "Inspect and manage Kafka share-group state kept by sharestate-operator",
+		Long: `Inspect and manage the Kafka share-group state (KIP-932) that sharestate-operator keeps in
+ShareGroup and SharePartitionState objects (sharestate.dev/v1alpha1).
+
+A group is named by its ShareGroup object name or by its Kafka group id (spec.groupId); a topic by
+its Kafka topic id or by the name the ShareGroup declares for it.`,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl sharestate"},
+		SilenceUsage:  true, // an API error is not a usage error
+		SilenceErrors: true, // the caller prints the error once
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	flags.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newDescribeCommand(o),
+		newResetOffsetsCommand(o),
+		newDeleteCommand(o),
+		newDumpCommand(o),
+	)
+	return cmd
+}
+
+// rootOptions is what every command shares: the connection flags and the streams.
+type rootOptions struct {
+	flags   *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+}
+
+// session is one command's connection to the cluster.
+type session struct {
+	client    client.Client
+	namespace string // from -n, else the kubeconfig context's, else "default"
+	out       io.Writer
+}
+
+// connect builds a client from the connection flags. It reads from the API server directly: a
+// command's answer is never older than the moment it runs.
+func (o *rootOptions) connect() (*session, error) {
+	cfg, err := o.flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the cluster configuration: %w", err)
+	}
+	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("finding the namespace: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := eventsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
+	return &session{client: c, namespace: ns, out: o.streams.Out}, nil
+}
+
+// apiError wraps an API error with what was being done, and says what to do when the cluster does not
+// know the sharestate.dev resources at all.
+func apiError(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("%s: %w (are the sharestate.dev CRDs installed? kubectl apply --server-side -f config/crd/bases)", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
