@@ -5,7 +5,10 @@
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+HELM ?= $(LOCALBIN)/helm
 TOOLS_MOD := hack/tools/go.mod
+HELM_MOD := hack/tools/helm/go.mod
+CHART := charts/sharestate-operator
 
 # The local control plane of `make run` keeps its data here (etcd, kubeconfig, certificates).
 RUN_DIR ?= $(CURDIR)/.run
@@ -54,13 +57,14 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, go.mod) is stale or unformatted.
+verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, chart copies, go.mod) is stale or unformatted.
 	go mod tidy
+	hack/sync-chart-crds.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-clean:"; echo "$$unformatted"; exit 1; fi
-	@if [ -n "$$(git status --porcelain -- api config go.mod go.sum)" ]; then \
-		echo "generated files are stale; run 'make generate manifests && go mod tidy' and commit:"; \
-		git status --porcelain -- api config go.mod go.sum; git diff --stat -- api config go.mod go.sum; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- api config charts go.mod go.sum)" ]; then \
+		echo "generated files are stale; run 'make generate manifests chart-sync && go mod tidy' and commit:"; \
+		git status --porcelain -- api config charts go.mod go.sum; git diff --stat -- api config charts go.mod go.sum; exit 1; fi
 
 .PHONY: envtest
 envtest: ## Build (first time only) and print the directory of kube-apiserver, etcd and kubectl for the tests.
@@ -101,6 +105,23 @@ install: ## Install the CRDs into the cluster that kubectl talks to.
 uninstall: ## Remove the CRDs (and with them every ShareGroup and SharePartitionState!) from the cluster.
 	kubectl delete --ignore-not-found -f config/crd/bases
 
+##@ Chart
+
+.PHONY: helm
+helm: $(HELM) ## Build the pinned helm (hack/tools/helm/go.mod) into ./bin.
+
+.PHONY: chart-sync
+chart-sync: manifests ## Copy the generated CRDs and RBAC rules into the chart.
+	hack/sync-chart-crds.sh
+
+.PHONY: chart-lint
+chart-lint: $(HELM) ## Lint the chart (helm lint --strict).
+	$(HELM) lint --strict $(CHART)
+
+.PHONY: chart-test
+chart-test: $(HELM) ## Render the chart for several value sets and check the objects (test/chart).
+	HELM=$(HELM) go test ./test/chart/... -count=1 $(TEST_FLAGS)
+
 ##@ Tools
 
 $(CONTROLLER_GEN): $(TOOLS_MOD)
@@ -108,3 +129,6 @@ $(CONTROLLER_GEN): $(TOOLS_MOD)
 
 $(GOLANGCI_LINT): $(TOOLS_MOD)
 	go build -modfile=$(TOOLS_MOD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+$(HELM): $(HELM_MOD)
+	hack/tools/helm/build.sh $@

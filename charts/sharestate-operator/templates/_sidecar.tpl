@@ -1,0 +1,103 @@
+{{/*
+sharestate-operator.sidecarContainer renders the persister sidecar as one entry of a broker pod's
+initContainers: a native sidecar (restartPolicy: Always) that starts, and passes its startup probe,
+before the broker's containers start, and stops after they have stopped.
+
+It takes a dict:
+  context            required: this chart's top-level context. Inside this chart that is `.`; in a
+                     chart that depends on this one, `(index .Subcharts "sharestate-operator")` (or the
+                     dependency's alias), whose .Values are the values given to this chart.
+  brokerId           the broker id (node.id) the sidecar serves, a number. When unset or empty it is
+                     read from the pod by brokerIdFieldPath.
+  brokerIdFieldPath  a downward-API field path holding the broker id; default
+                     metadata.labels['apps.kubernetes.io/pod-index'], the ordinal of a StatefulSet's pod.
+
+The pod must run under sidecar.serviceAccountName, in a namespace listed in sidecar.rbac.namespaces,
+and its broker must use 127.0.0.1:<sidecar.listenPort> as its share-state persister. README.md shows
+how to include this template.
+*/}}
+{{- define "sharestate-operator.sidecarContainer" -}}
+{{- $ctx := required "sharestate-operator.sidecarContainer: pass this chart's context as \"context\"" (get . "context") }}
+{{- $v := $ctx.Values.sidecar }}
+{{- $brokerId := "" }}
+{{- $given := get . "brokerId" }}
+{{- if not (kindIs "invalid" $given) }}
+{{- $brokerId = toString $given }}
+{{- end }}
+{{- if and $brokerId (not (regexMatch "^[0-9]+$" $brokerId)) }}
+{{- fail (printf "sharestate-operator.sidecarContainer: brokerId must be a non-negative integer, not %q" $brokerId) }}
+{{- end }}
+{{- if ne 3 (len (uniq (list (int $v.listenPort) (int $v.healthPort) (int $v.metricsPort)))) }}
+{{- fail "sidecar.listenPort, sidecar.healthPort and sidecar.metricsPort must differ: they share the broker pod's network" }}
+{{- end }}
+{{- $fieldPath := get . "brokerIdFieldPath" | default "metadata.labels['apps.kubernetes.io/pod-index']" -}}
+- name: sharestate-sidecar
+  image: {{ include "sharestate-operator.image" (dict "image" $v.image "context" $ctx) }}
+  imagePullPolicy: {{ $v.image.pullPolicy }}
+  restartPolicy: Always
+  args:
+    - --broker-id={{ $brokerId | default "$(BROKER_ID)" }}
+    - --listen-address=127.0.0.1:{{ $v.listenPort }}
+    - --health-address=:{{ $v.healthPort }}
+    - --metrics-address=:{{ $v.metricsPort }}
+    - --zap-log-level={{ $v.logging.level }}
+    - --zap-encoder={{ $v.logging.format }}
+    {{- with $v.extraArgs }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  env:
+    # The broker pod's identity, recorded as the leader of the partitions it writes: the operator
+    # fences them when this pod is gone. The sidecar's defaults for --pod-name, --pod-uid, --namespace.
+    - name: POD_NAME
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.name
+    - name: POD_NAMESPACE
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.namespace
+    - name: POD_UID
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.uid
+    {{- if not $brokerId }}
+    - name: BROKER_ID
+      valueFrom:
+        fieldRef:
+          fieldPath: {{ $fieldPath | quote }}
+    {{- end }}
+  ports:
+    - name: sstate-health
+      containerPort: {{ $v.healthPort }}
+      protocol: TCP
+    - name: sstate-metrics
+      containerPort: {{ $v.metricsPort }}
+      protocol: TCP
+  # The broker starts once the sidecar serves and reaches the Kubernetes API (up to 2 minutes).
+  startupProbe:
+    httpGet:
+      path: /readyz
+      port: sstate-health
+    periodSeconds: 2
+    failureThreshold: 60
+  livenessProbe:
+    httpGet:
+      path: /livez
+      port: sstate-health
+    periodSeconds: 10
+  readinessProbe:
+    httpGet:
+      path: /readyz
+      port: sstate-health
+    periodSeconds: 10
+    # Its check of the Kubernetes API takes up to 2s.
+    timeoutSeconds: 3
+  {{- with $v.securityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
