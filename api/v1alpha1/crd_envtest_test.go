@@ -170,7 +170,14 @@ func TestSharePartitionStateStatusValidation(t *testing.T) {
 		{"malformed batch: last below first", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110-105/0/1"} }, []string{"status.stateBatches[0]", "lastOffset must be above firstOffset"}},
 		{"malformed batch: last equal to first", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110-110/0/1"} }, []string{"status.stateBatches[0]"}},
 		{"malformed batch: acquired is never stored", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110/1/1"} }, []string{"status.stateBatches[0]"}},
-		{"malformed batch: count over int16", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110/0/40000"} }, []string{"status.stateBatches[0]", "int16"}},
+		{"malformed batch: count over int16", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110/0/40000"} }, []string{"status.stateBatches[0]", "should match"}},
+		{"malformed batch: single offset over int64", func(s *v1.SharePartitionStateStatus) {
+			s.StartOffset, s.StateEpoch = 0, 4
+			s.StateBatches = []v1.StateBatch{"9999999999999999999/0/1"}
+		}, []string{"status.stateBatches[0]"}},
+		{"largest valid batch", func(s *v1.SharePartitionStateStatus) {
+			s.StateBatches = []v1.StateBatch{"9223372036854775806-9223372036854775807/4/32767"}
+		}, nil},
 		{"malformed batch: negative offset", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"-5/0/1"} }, []string{"status.stateBatches[0]"}},
 		{"malformed batch: leading zero", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"0110/0/1"} }, []string{"status.stateBatches[0]"}},
 		{"malformed batch: offset over int64", func(s *v1.SharePartitionStateStatus) {

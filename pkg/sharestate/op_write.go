@@ -16,7 +16,7 @@ func (p *Persister) write(ctx context.Context, group string, topic TopicID, in W
 	if o := CheckWriteInput(topic, in, p.opts.Limits); !o.OK() {
 		return o
 	}
-	known, err := p.topology.known(ctx, group, topic, in.Partition)
+	known, err := p.knownWithin(ctx, group, topic, in.Partition)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -27,7 +27,15 @@ func (p *Persister) write(ctx context.Context, group string, topic TopicID, in W
 		return fail(ErrCoordinatorLoadInProgress, "%d writes are already queued for partition %d", p.opts.MaxPendingWrites, in.Partition)
 	}
 	if start {
-		go p.commitLoop(s)
+		// The first writer of a burst commits the first round itself: an idle partition's write
+		// costs no handoff to another goroutine. Writes that queued meanwhile go on in the background.
+		p.commitRound(s)
+		if more := s.take(p.opts.MaxWritesPerUpdate); more != nil {
+			go func() {
+				p.commit(s, more)
+				p.commitLoop(s)
+			}()
+		}
 	}
 	select {
 	case o := <-w.done:
@@ -40,15 +48,26 @@ func (p *Persister) write(ctx context.Context, group string, topic TopicID, in W
 
 // commitLoop commits the slot's queue, one status update per round, until the queue is empty.
 func (p *Persister) commitLoop(s *slot) {
-	for {
-		ops := s.take(p.opts.MaxWritesPerUpdate)
-		if ops == nil {
-			return
-		}
-		writesPerUpdate.Observe(float64(len(ops)))
-		for i, o := range p.commitWrites(s, ops) {
-			ops[i].done <- o
-		}
+	for p.commitRound(s) {
+	}
+}
+
+// commitRound commits what is queued, up to MaxWritesPerUpdate writes; false when nothing was (and
+// the slot's committer is then done).
+func (p *Persister) commitRound(s *slot) bool {
+	ops := s.take(p.opts.MaxWritesPerUpdate)
+	if ops == nil {
+		return false
+	}
+	p.commit(s, ops)
+	return true
+}
+
+// commit stores ops in one status update and answers each of them.
+func (p *Persister) commit(s *slot, ops []*pendingWrite) {
+	writesPerUpdate.Observe(float64(len(ops)))
+	for i, o := range p.commitWrites(s, ops) {
+		ops[i].done <- o
 	}
 }
 
@@ -96,4 +115,12 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []Outcome {
 	}
 	s.remember(obj)
 	return outcomes
+}
+
+// knownWithin answers spec §6 within the operation's time (the lookup retries while the API server
+// is unavailable; a caller without a deadline must not wait forever).
+func (p *Persister) knownWithin(ctx context.Context, group string, topic TopicID, partition int32) (bool, error) {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	return p.topology.known(ctx, group, topic, partition)
 }

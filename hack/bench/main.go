@@ -1,0 +1,47 @@
+// Command bench measures share-state write throughput against one local control plane (`make bench`):
+// see docs/performance.md. Its logic lives in internal/bench.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/sharestate/sharestate-operator/internal/bench"
+)
+
+func main() {
+	var cfg bench.Config
+	var scenarios string
+	flags := flag.NewFlagSet("bench", flag.ExitOnError)
+	flags.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured window of each scenario")
+	flags.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured warm-up before each scenario's window")
+	flags.StringVar(&scenarios, "scenarios", "",
+		"comma-separated scenarios to run, in that order (default all): "+strings.Join(bench.ScenarioNames(), ","))
+	flags.IntVar(&cfg.Rounds, "rounds", 1, "measure each scenario this many times, round robin over the scenarios, and merge the windows")
+	flags.BoolVar(&cfg.JSON, "json", false, "print the report as JSON instead of lines and tables")
+	flags.StringVar(&cfg.ProfileDir, "profile-dir", "",
+		"write CPU profiles of each scenario's window (this process and kube-apiserver) into this directory")
+	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
+	if scenarios != "" {
+		cfg.Scenarios = strings.Split(scenarios, ",")
+	}
+	// controller-runtime's client logs API warnings through its global logger, which complains when it
+	// was never set; a bench prints measurements, not logs.
+	ctrllog.SetLogger(ctrllog.Log.WithSink(ctrllog.NullLogSink{}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := bench.Run(ctx, cfg, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
