@@ -1,0 +1,333 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+)
+
+// sidecar is a running sharestate-sidecar process.
+type sidecar struct {
+	addr, health, metrics string
+	cmd                   *exec.Cmd
+	logs                  *syncBuffer
+	exited                chan struct{} // closed when the process has exited, with exitErr set
+	exitErr               error
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// sidecarOptions shape a sidecar for a test.
+type sidecarOptions struct {
+	kubeconfig string   // default: a service account bound to the sidecar's ClusterRole
+	brokerID   int      // default 1
+	args       []string // more flags
+	notReady   bool     // do not wait for /readyz (the API server is meant to be unreachable)
+}
+
+// startSidecar runs the sidecar binary for namespace ns, waits until it is ready, and stops it with
+// SIGTERM when the test ends (failing the test if it does not exit cleanly). Its logs are printed if
+// the test fails.
+func startSidecar(t testing.TB, ns string, opts sidecarOptions) *sidecar {
+	t.Helper()
+	if opts.kubeconfig == "" {
+		opts.kubeconfig = sidecarKubeconfig(t, ns)
+	}
+	if opts.brokerID == 0 {
+		opts.brokerID = 1
+	}
+	s := &sidecar{addr: freeAddr(t), health: freeAddr(t), metrics: freeAddr(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	args := append([]string{
+		"--listen-address=" + s.addr, "--health-address=" + s.health, "--metrics-address=" + s.metrics,
+		"--kubeconfig=" + opts.kubeconfig, "--namespace=" + ns, fmt.Sprintf("--broker-id=%d", opts.brokerID),
+	}, opts.args...)
+	s.cmd = exec.Command(sidecarBinary(t), args...)
+	s.cmd.Env = append(os.Environ(), fmt.Sprintf("POD_NAME=broker-%d", opts.brokerID), fmt.Sprintf("POD_UID=uid-%d", opts.brokerID))
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.exitErr = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() { s.stop(t) })
+	if opts.notReady {
+		s.waitFor(t, "the Kafka listener", func() bool { return dialable(s.addr) })
+	} else {
+		s.waitFor(t, "readiness", func() bool { return s.probe("/readyz") == http.StatusOK })
+	}
+	return s
+}
+
+func (s *sidecar) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		select {
+		case <-s.exited:
+			t.Fatalf("the sidecar exited (%v) before %s:\n%s", s.exitErr, what, s.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the sidecar's %s:\n%s", what, s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM, unless the process has exited already, and expects a clean exit. If the test
+// failed it sends SIGQUIT instead, so that the logs end with a dump of every goroutine: where a request
+// was stuck.
+func (s *sidecar) stop(t testing.TB) {
+	quit := false
+	select {
+	case <-s.exited:
+	default:
+		quit = t.Failed()
+		if quit {
+			_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		} else {
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	select {
+	case <-s.exited:
+		if s.exitErr != nil && !quit {
+			t.Errorf("the sidecar exited with %v:\n%s", s.exitErr, s.logs)
+		}
+	case <-time.After(40 * time.Second):
+		_ = s.cmd.Process.Kill()
+		t.Errorf("the sidecar did not exit within 40s of SIGTERM:\n%s", s.logs)
+	}
+	if t.Failed() {
+		t.Logf("sidecar logs:\n%s", s.logs)
+	}
+}
+
+// probe returns the status of a health endpoint, 0 if it cannot be reached.
+func (s *sidecar) probe(path string) int {
+	resp, err := http.Get("http://" + s.health + path)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scrape returns the sidecar's /metrics.
+func (s *sidecar) scrape(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+// metric returns the value of one sample of /metrics, named with its labels as Prometheus prints
+// them, or "" if there is none.
+func (s *sidecar) metric(t testing.TB, sample string) string {
+	t.Helper()
+	for _, line := range strings.Split(s.scrape(t), "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			return rest
+		}
+	}
+	return ""
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+func dialable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+// sidecarKubeconfig writes a kubeconfig for a service account of ns that holds exactly the sidecar's
+// RBAC (config/rbac/sidecar/role.yaml, bound in ns), so the tests also prove that role is enough.
+func sidecarKubeconfig(t testing.TB, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	ensureSidecarRole(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sharestate-sidecar"}}
+	if err := env.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sharestate-sidecar"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "sharestate-sidecar"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}},
+	}
+	if err := env.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a token for the sidecar's service account: %v", err)
+	}
+	return writeKubeconfig(t, env.Config, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+}
+
+var roleOnce sync.Once
+
+// ensureSidecarRole creates the sidecar's ClusterRole from the generated manifest.
+func ensureSidecarRole(t testing.TB) {
+	t.Helper()
+	var err error
+	roleOnce.Do(func() {
+		var raw []byte
+		raw, err = os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "sidecar", "role.yaml"))
+		if err != nil {
+			return
+		}
+		var role rbacv1.ClusterRole
+		if err = yaml.Unmarshal(raw, &role); err != nil {
+			return
+		}
+		if err = env.Client.Create(context.Background(), &role); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	})
+	if err != nil {
+		t.Fatalf("creating the sidecar's ClusterRole: %v", err)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig that reaches cfg's API server as user.
+func writeKubeconfig(t testing.TB, cfg *rest.Config, user *clientcmdapi.AuthInfo) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["sidecar"] = user
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "sidecar"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// adminKubeconfig reaches the API server as env.Config does (the envtest administrator).
+func adminKubeconfig(t testing.TB, cfg *rest.Config) string {
+	t.Helper()
+	return writeKubeconfig(t, cfg, &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken})
+}
+
+func dial(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// rawFrame is a request frame with any key and version, a null client id and body as given.
+func rawFrame(key, version int16, corrID int32, body []byte) []byte {
+	f := binary.BigEndian.AppendUint32(nil, 0)
+	f = binary.BigEndian.AppendUint16(f, uint16(key))
+	f = binary.BigEndian.AppendUint16(f, uint16(version))
+	f = binary.BigEndian.AppendUint32(f, uint32(corrID))
+	f = binary.BigEndian.AppendUint16(f, 0xffff)
+	f = append(f, body...)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	return f
+}
+
+// readResponse reads one response and returns its correlation id and body; flexible says whether
+// its header has tagged fields (every response but ApiVersions').
+func readResponse(t testing.TB, c net.Conn, flexible bool) (int32, []byte) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	frame, err := kafkawire.ReadFrame(c, 1<<24)
+	if err != nil {
+		t.Fatalf("reading a response: %v", err)
+	}
+	body := frame[4:]
+	if flexible {
+		body = body[1:] // no tagged fields in a response header
+	}
+	return int32(binary.BigEndian.Uint32(frame)), body
+}
+
+// expectClosed checks that the sidecar closes c, skipping whatever it still sends first.
+func expectClosed(t testing.TB, c net.Conn) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	for {
+		_, err := c.Read(buf)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal("the sidecar did not close the connection")
+		}
+		return
+	}
+}

@@ -1,0 +1,86 @@
+// Command sharestate-sidecar runs beside a Kafka broker and serves the share-state persister's five
+// operations (InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState,
+// DeleteShareGroupState, ReadShareGroupStateSummary) over Kafka's wire protocol, storing the state
+// in SharePartitionState resources of the pod's namespace. --help lists the flags.
+package main
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sharestate/sharestate-operator/internal/sidecar"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+)
+
+// flags are the command line: the sidecar's configuration and the Kubernetes client's.
+type flags struct {
+	sidecar.Config
+	kubeQPS   float64
+	kubeBurst int
+	zap       zap.Options
+}
+
+func parseFlags() *flags {
+	f := &flags{}
+	cfg := &f.Config
+	flag.StringVar(&cfg.ListenAddress, "listen-address", kafkawire.DefaultAddress,
+		"address of the Kafka-protocol listener (loopback: the broker in the same pod is its only client)")
+	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz; 0 disables them")
+	flag.StringVar(&cfg.MetricsAddress, "metrics-address", ":8080", "address of /metrics (plain HTTP); 0 disables it")
+	flag.StringVar(&cfg.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "namespace of the share-state resources (default: $POD_NAMESPACE)")
+	cfg.Identity.BrokerID = -1
+	flag.Func("broker-id", "the Kafka broker id (node.id) of the broker this sidecar serves (required)", func(v string) error {
+		id, err := strconv.ParseInt(v, 10, 32)
+		cfg.Identity.BrokerID = int32(id)
+		return err
+	})
+	flag.StringVar(&cfg.Identity.PodName, "pod-name", os.Getenv("POD_NAME"), "name of the broker's pod, recorded as the leader (default: $POD_NAME)")
+	flag.StringVar(&cfg.Identity.PodUID, "pod-uid", os.Getenv("POD_UID"), "UID of the broker's pod, recorded as the leader (default: $POD_UID)")
+	flag.Func("max-request-bytes", "largest request accepted, a larger one closes its connection (default 104857600, Kafka's socket.request.max.bytes)",
+		func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			cfg.MaxRequestBytes = int32(n)
+			return err
+		})
+	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 10*time.Minute, "close connections idle this long (Kafka's connections.max.idle.ms)")
+	flag.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second,
+		"bound on one request, after which its unfinished partitions are answered COORDINATOR_NOT_AVAILABLE (Kafka's request.timeout.ms)")
+	flag.IntVar(&cfg.MaxInFlightPerConnection, "max-in-flight-per-connection", 1024, "requests of one connection served at once")
+	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	flag.DurationVar(&cfg.OperationTimeout, "operation-timeout", 15*time.Second,
+		"bound on one partition's operation, retries included, after which it is answered COORDINATOR_NOT_AVAILABLE")
+	flag.IntVar(&cfg.MaxPendingWrites, "max-pending-writes", 4096,
+		"writes queued for one partition; beyond it a write is answered COORDINATOR_LOAD_IN_PROGRESS")
+	flag.Float64Var(&f.kubeQPS, "kube-api-qps", 200, "client-side rate limit of Kubernetes API requests per second (negative: none)")
+	flag.IntVar(&f.kubeBurst, "kube-api-burst", 400, "burst of the client-side rate limit")
+	f.zap.BindFlags(flag.CommandLine)
+	flag.Parse() // controller-runtime's --kubeconfig is registered on the same flag set
+	return f
+}
+
+func main() {
+	f := parseFlags()
+	log := zap.New(zap.UseFlagOptions(&f.zap))
+	ctrl.SetLogger(log)
+	f.Logger = log
+
+	ctx := ctrl.SetupSignalHandler()
+	restCfg, err := ctrl.GetConfig() // --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config
+	if err != nil {
+		log.Error(err, "Loading the Kubernetes config failed")
+		os.Exit(1)
+	}
+	restCfg.QPS, restCfg.Burst = float32(f.kubeQPS), f.kubeBurst
+	if f.Identity.PodUID == "" {
+		log.Info("No pod UID (--pod-uid or POD_UID): a replacement pod of the same name will not be told apart from this one")
+	}
+	if err := sidecar.Run(ctx, restCfg, f.Config); err != nil {
+		log.Error(err, "Sidecar stopped")
+		os.Exit(1)
+	}
+}

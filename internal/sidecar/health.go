@@ -1,0 +1,60 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// probeTimeout bounds one readiness check of the Kubernetes API for a prober that would wait longer
+// (the kubelet gives up after the probe's timeoutSeconds, and its request's context ends with it).
+const probeTimeout = 2 * time.Second
+
+// HealthHandler serves /livez (and /healthz, its older name), which answers as long as the process
+// serves HTTP, and /readyz, which answers 200 only while ready returns nil.
+func HealthHandler(ready func(context.Context) error) http.Handler {
+	mux := http.NewServeMux()
+	alive := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	mux.HandleFunc("/livez", alive)
+	mux.HandleFunc("/healthz", alive)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), probeTimeout)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+// APIServerCheck returns a check that the Kubernetes API server answers its own /readyz, which every
+// client may read (the system:public-info-viewer role), so the sidecar needs no extra permission.
+func APIServerCheck(cfg *rest.Config) (func(context.Context) error, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the API server's health: %w", err)
+	}
+	return func(ctx context.Context) error {
+		if _, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			return fmt.Errorf("the Kubernetes API cannot be reached: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// readiness is ready when the server accepts connections and the Kubernetes API answers: without the
+// API every operation would be answered COORDINATOR_NOT_AVAILABLE.
+func readiness(s *Server, apiServer func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if !s.Serving() {
+			return fmt.Errorf("the Kafka-protocol listener is not serving")
+		}
+		return apiServer(ctx)
+	}
+}

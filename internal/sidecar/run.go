@@ -1,0 +1,154 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// Config is what the sidecar process runs with: cmd/sharestate-sidecar's flags.
+type Config struct {
+	// ListenAddress is where the Kafka protocol is served; loopback by default, since its only
+	// client is the broker in the same pod.
+	ListenAddress string
+	// HealthAddress serves /livez and /readyz; "0" disables it.
+	HealthAddress string
+	// MetricsAddress serves /metrics; "0" disables it.
+	MetricsAddress string
+	// Namespace holds the broker's ShareGroups and SharePartitionStates.
+	Namespace string
+	// Identity is the broker recorded as leader of the partitions it reads and writes.
+	Identity sharestate.Identity
+
+	MaxRequestBytes          int32
+	IdleTimeout              time.Duration
+	RequestTimeout           time.Duration
+	MaxInFlightPerConnection int
+	// ShutdownTimeout bounds the drain of requests in flight on SIGTERM.
+	ShutdownTimeout time.Duration
+	// OperationTimeout and MaxPendingWrites are the persister's (sharestate.Options); 0 for its default.
+	OperationTimeout time.Duration
+	MaxPendingWrites int
+
+	Logger logr.Logger
+}
+
+// Validate refuses a configuration the sidecar cannot serve with.
+func (c Config) Validate() error {
+	switch {
+	case c.ListenAddress == "":
+		return errors.New("the listen address is required")
+	case c.Namespace == "":
+		return errors.New("the namespace is required (--namespace, or POD_NAMESPACE from the downward API)")
+	case c.Identity.BrokerID < 0:
+		return errors.New("the broker id is required (--broker-id)")
+	case c.Identity.PodName == "":
+		// Without it the operator cannot tell when this broker is gone, and never fences its partitions.
+		return errors.New("the pod name is required (--pod-name, or POD_NAME from the downward API)")
+	}
+	return nil
+}
+
+// Run serves the Kafka protocol, health and metrics until ctx ends, then shuts down: it stops
+// accepting, reports not ready, drains the requests in flight (at most ShutdownTimeout), and returns.
+func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	srv, err := newServer(restCfg, cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.ListenAddress, err)
+	}
+	apiServer, err := APIServerCheck(restCfg)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	errs := make(chan error, 3)
+	go func() { errs <- srv.Serve(ln) }()
+	stopHTTP := serveHTTP(cfg, readiness(srv, apiServer), errs)
+	cfg.Logger.Info("Serving the share-state persister over the Kafka protocol", "address", ln.Addr().String(),
+		"namespace", cfg.Namespace, "brokerId", cfg.Identity.BrokerID, "pod", cfg.Identity.PodName)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+	}
+	cfg.Logger.Info("Shutting down", "drainTimeout", cfg.ShutdownTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	stopHTTP()
+	return runErr
+}
+
+// newServer builds the persister on a client of its own, and the server on it.
+func newServer(restCfg *rest.Config, cfg Config) (*Server, error) {
+	scheme := k8sruntime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	persister, err := sharestate.New(sharestate.Options{
+		Client: c, Namespace: cfg.Namespace, Identity: cfg.Identity,
+		OperationTimeout: cfg.OperationTimeout, MaxPendingWrites: cfg.MaxPendingWrites,
+		Logger: cfg.Logger.WithName("persister"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return New(Options{
+		Store: persister, MaxRequestBytes: cfg.MaxRequestBytes, IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
+		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
+	})
+}
+
+// serveHTTP starts the health and metrics servers that are enabled; a failure to serve goes to errs.
+// The returned function stops them.
+func serveHTTP(cfg Config, ready func(context.Context) error, errs chan<- error) (stop func()) {
+	var servers []*http.Server
+	start := func(addr, what string, h http.Handler) {
+		if addr == "0" || addr == "" {
+			return
+		}
+		s := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, s)
+		go func() {
+			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("serving %s on %s: %w", what, addr, err)
+			}
+		}()
+	}
+	start(cfg.HealthAddress, "health probes", HealthHandler(ready))
+	start(cfg.MetricsAddress, "metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(ctx)
+		}
+	}
+}
