@@ -47,6 +47,7 @@ type SharePartitionStateReconciler struct {
 	Now func() time.Time
 
 	gone        goneUIDs
+	fenceEvents eventCounter
 	leaderEpoch sync.Map // types.NamespacedName → int32: the leader epoch last seen, to report changes
 }
 
@@ -146,8 +147,7 @@ func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *v1
 	if verdict.stale {
 		fencesTotal.WithLabelValues(verdict.reason).Inc()
 		ctrl.LoggerFrom(ctx).Info("Fenced stale leader", "reason", verdict.reason, "stateEpoch", updated.Status.StateEpoch, "detail", verdict.message)
-		r.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, v1.EventReasonFenced, "Fence",
-			"%s; state epoch raised to %d", verdict.message, updated.Status.StateEpoch)
+		r.reportFence(obj.Status.Leader, updated, verdict)
 	}
 	*obj = *updated
 	return nil
@@ -197,6 +197,29 @@ func (r *SharePartitionStateReconciler) getPod(ctx context.Context, reader clien
 	return pod, nil
 }
 
+// reportFence emits the Fenced event of a partition. A broker's death fences all its partitions at
+// once; like the API server's own event correlator, the reconciler then reports the first
+// eventsPerLeader of them one by one and says, once, that it stops there. Every fence still shows in
+// the partition's Fenced condition and in sharestate_operator_fences_total.
+func (r *SharePartitionStateReconciler) reportFence(leader *v1.LeaderRef, fenced *v1.SharePartitionState, verdict leaderVerdict) {
+	switch n := r.fenceEvents.count(leaderKey(leader)); {
+	case n <= eventsPerLeader:
+		r.Recorder.Eventf(fenced, nil, corev1.EventTypeWarning, v1.EventReasonFenced, "Fence",
+			"%s; state epoch raised to %d", verdict.message, fenced.Status.StateEpoch)
+	case n == eventsPerLeader+1:
+		r.Recorder.Eventf(fenced, nil, corev1.EventTypeWarning, v1.EventReasonFenced, "Fence",
+			"%s; state epoch raised to %d. More partitions of this leader are being fenced: their fences "+
+				"show in their Fenced conditions, not as events", verdict.message, fenced.Status.StateEpoch)
+	}
+}
+
+func leaderKey(l *v1.LeaderRef) string {
+	if l.PodUID != "" {
+		return l.PodUID
+	}
+	return l.PodName
+}
+
 // reportLeaderChange emits an Event when a new leader took the partition with a higher leader epoch.
 func (r *SharePartitionStateReconciler) reportLeaderChange(key types.NamespacedName, obj *v1.SharePartitionState) {
 	previous, seen := r.leaderEpoch.Swap(key, obj.Status.LeaderEpoch)
@@ -233,4 +256,23 @@ func (g *goneUIDs) add(uid string, v leaderVerdict) {
 		g.uids = map[string]leaderVerdict{} // forgetting only costs a live read
 	}
 	g.uids[uid] = v
+}
+
+// eventsPerLeader is how many fences of one leader's partitions are reported as separate events.
+const eventsPerLeader = 10
+
+// eventCounter counts events by key, up to a bound on the keys.
+type eventCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *eventCounter) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counts == nil || len(c.counts) >= maxGoneUIDs {
+		c.counts = map[string]int{}
+	}
+	c.counts[key]++
+	return c.counts[key]
 }

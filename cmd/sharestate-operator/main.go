@@ -46,10 +46,14 @@ func main() {
 		"also fence a leader whose pod has not been Ready for this long (0: only gone, terminating, finished or replaced pods)")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "fencing workers")
 	flag.DurationVar(&opts.TotalsRefresh, "group-totals-refresh", 0, "how often group totals are recomputed (default 30s)")
+	var qps float64
+	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS, "client-side bound on requests per second to the API server")
+	flag.IntVar(&opts.KubeAPIBurst, "kube-api-burst", operator.DefaultKubeAPIBurst, "client-side burst of requests to the API server")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse() // controller-runtime's --kubeconfig is registered on the same flag set
 	opts.WatchNamespaces = watch
+	opts.KubeAPIQPS = float32(qps)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	if err := run(opts); err != nil {

@@ -15,6 +15,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sharestate/sharestate-operator/internal/bench"
+	"github.com/sharestate/sharestate-operator/internal/operator"
 )
 
 func main() {
@@ -29,6 +30,9 @@ func main() {
 	flags.BoolVar(&cfg.JSON, "json", false, "print the report as JSON instead of lines and tables")
 	flags.StringVar(&cfg.ProfileDir, "profile-dir", "",
 		"write CPU profiles of each scenario's window (this process and kube-apiserver) into this directory")
+	flags.IntVar(&cfg.FencePartitions, "fence-partitions", 1000,
+		"partitions of the fence scenario (one broker pod leads them all; its deletion is timed); 0 skips it")
+	flags.IntVar(&cfg.FenceWorkers, "fence-workers", operator.DefaultMaxConcurrentReconciles, "the operator's fencing workers in the fence scenario")
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	if scenarios != "" {
 		cfg.Scenarios = strings.Split(scenarios, ",")

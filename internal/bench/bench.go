@@ -31,6 +31,12 @@ type Config struct {
 	// ProfileDir, when set, receives CPU profiles of each scenario's window, of this process and of
 	// kube-apiserver.
 	ProfileDir string
+	// FencePartitions, above zero, adds the fence scenario on the same control plane: one broker pod
+	// leads this many partitions, its deletion is timed until the operator has fenced them all, against
+	// raw parallel status updates of the same objects with FenceWorkers workers.
+	FencePartitions int
+	// FenceWorkers is the operator's fencing workers in that scenario (and the baseline's).
+	FenceWorkers int
 }
 
 // Report is a whole run: its results and the targets checked against them.
@@ -77,6 +83,11 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 	report.Checks = evaluate(report.Results)
 	if err := writeReport(out, report, cfg.JSON); err != nil {
 		return err
+	}
+	if cfg.FencePartitions > 0 {
+		if err := runFence(ctx, env, cfg, out, log); err != nil {
+			return err
+		}
 	}
 	var failed []string
 	for _, res := range report.Results {

@@ -47,7 +47,19 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// TotalsRefresh is how often groups' totals are refreshed.
 	TotalsRefresh time.Duration
+	// KubeAPIQPS and KubeAPIBurst bound the operator's requests to the API server (client-side).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
+
+// Default client-side limits. A broker's death fences all its partitions at once: one status update
+// each. client-go's defaults (5 QPS; controller-runtime's config loader raises them to 20) would make
+// fencing a thousand partitions take the better part of a minute. The API server protects itself with
+// API Priority and Fairness; these bounds only keep a runaway operator in check.
+const (
+	DefaultKubeAPIQPS   = 500
+	DefaultKubeAPIBurst = 1000
+)
 
 // DefaultMaxConcurrentReconciles is the fencing workers' default: enough to fence a broker's
 // thousand partitions within a second or two without flooding the API server.
@@ -73,6 +85,16 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	}
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS >= 0 { // a negative QPS (no client-side limit) is kept as it is
+		cfg.QPS, cfg.Burst = DefaultKubeAPIQPS, DefaultKubeAPIBurst
+		if opts.KubeAPIQPS > 0 {
+			cfg.QPS = opts.KubeAPIQPS
+		}
+		if opts.KubeAPIBurst > 0 {
+			cfg.Burst = opts.KubeAPIBurst
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
