@@ -54,7 +54,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags e2e ./...
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, chart copies, go.mod) is stale or unformatted.
@@ -74,6 +74,11 @@ envtest: ## Build (first time only) and print the directory of kube-apiserver, e
 test: ## Run every test, against a real kube-apiserver and etcd (built and cached on first use).
 	assets=$$(hack/envtest-assets.sh); \
 	KUBEBUILDER_ASSETS="$$assets" go test ./... -count=1 -timeout $(GO_TEST_TIMEOUT) $(TEST_FLAGS)
+
+.PHONY: test-e2e
+test-e2e: ## Run the whole system end to end: kubectl, helm, the operator, three sidecars and simulated consumers (test/e2e).
+	assets=$$(hack/envtest-assets.sh); \
+	KUBEBUILDER_ASSETS="$$assets" go test -tags e2e ./test/e2e/... -count=1 -v -timeout 15m $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
