@@ -10,8 +10,12 @@ import (
 	"os"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -113,4 +117,34 @@ func (c *Cluster) Stop(_ context.Context) error {
 		return nil
 	}
 	return c.env.Stop()
+}
+
+// EnsurePod returns the named Pod, creating it (Running and Ready: no kubelet runs it here) if it does
+// not exist. It stands for a broker pod whose sidecar runs outside the cluster.
+func (c *Cluster) EnsurePod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	cl, err := client.New(c.Config, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{}
+	err = cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod)
+	if err == nil {
+		return pod, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
+	}
+	pod = &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app.kubernetes.io/part-of": "sharestate-local"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "kafka", Image: "apache/kafka"}}},
+	}
+	if err := cl.Create(ctx, pod); err != nil {
+		return nil, fmt.Errorf("creating pod %s/%s: %w", namespace, name, err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	if err := cl.Status().Update(ctx, pod); err != nil {
+		return nil, fmt.Errorf("marking pod %s/%s ready: %w", namespace, name, err)
+	}
+	return pod, nil
 }
