@@ -48,7 +48,7 @@ func TestWriteRacingAFence(t *testing.T) {
 		// The new leader sees exactly the writes answered NONE.
 		next := persisterFor(t, ns, 2, brokerPod(t, ns, fmt.Sprintf("next-%d", round), true), "")
 		var r sharestate.ReadResult
-		eventually(t, 5*time.Second, func() error {
+		testenv.Eventually(t, 5*time.Second, func() error {
 			r = read(next, group, 0, 2)
 			if r.ErrorCode != sharestate.ErrNone || r.StateEpoch != 2 {
 				return fmt.Errorf("read %+v", r.PartitionResult)

@@ -53,7 +53,7 @@ func requestReset(t *testing.T, sg *v1.ShareGroup, id string, topics ...v1.Offse
 func waitResetDone(t *testing.T, sg *v1.ShareGroup, id string) *v1.ShareGroup {
 	t.Helper()
 	var got *v1.ShareGroup
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		got = getGroup(t, sg)
 		r := got.Status.LastOffsetReset
 		if r == nil || r.ID != id || r.CompletionTime == nil {
@@ -78,7 +78,7 @@ func TestGroupStatusAggregatesPartitions(t *testing.T) {
 	}
 	read(p, "g", 0, 1)
 	write(p, "g", 0, 0, 1, acked(0), sharestate.StateBatch{FirstOffset: 1, LastOffset: 4, DeliveryState: sharestate.DeliveryStateAvailable, DeliveryCount: 1})
-	eventually(t, 15*time.Second, func() error {
+	testenv.Eventually(t, 15*time.Second, func() error {
 		s := getGroup(t, sg).Status
 		if s.Partitions != 3 || s.InitializedPartitions != 3 || s.PartitionsWithLeader != 1 || s.FencedPartitions != 0 || s.InFlightRecords != 4 {
 			return fmt.Errorf("status %+v", s)
@@ -92,7 +92,7 @@ func TestGroupStatusAggregatesPartitions(t *testing.T) {
 	if err := env.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, func() error {
+	testenv.Eventually(t, 15*time.Second, func() error {
 		s := getGroup(t, sg).Status
 		if s.FencedPartitions != 1 || !meta.IsStatusConditionTrue(s.Conditions, v1.ConditionFenced) || meta.IsStatusConditionTrue(s.Conditions, v1.ConditionReady) {
 			return fmt.Errorf("fence not shown: %+v", s)
@@ -116,7 +116,7 @@ func TestGroupAdoptsItsPartitionsAndDeletesThemWithIt(t *testing.T) {
 	if err := env.Client.Create(ctx, sg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		var got v1.SharePartitionState
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &got); err != nil {
 			return err
@@ -129,7 +129,7 @@ func TestGroupAdoptsItsPartitionsAndDeletesThemWithIt(t *testing.T) {
 	if err := env.Client.Delete(ctx, sg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &v1.SharePartitionState{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("partition state still there: %w", err)
@@ -189,7 +189,7 @@ func expectNoSecondRun(t *testing.T, ns string, sg *v1.ShareGroup, p *sharestate
 	if err := env.Client.Update(ctx, latest); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		if g := getGroup(t, sg); g.Status.ObservedGeneration != latest.Generation {
 			return fmt.Errorf("generation %d not observed yet", latest.Generation)
 		}
@@ -225,7 +225,7 @@ func TestOffsetResetOfAnUndeclaredTopicIsRefused(t *testing.T) {
 	ns := env.Namespace(t)
 	sg := declaredGroup(t, ns, "g", 2)
 	requestReset(t, sg, "bad", v1.OffsetResetTopic{TopicID: "AAAAAAAAAAAAAAAAAAAAAQ", To: v1.OffsetResetToEarliest})
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		g := getGroup(t, sg)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionOffsetReset)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonResetUndeclaredTopic {
@@ -279,7 +279,7 @@ func TestOffsetResetWhileWritersAreActive(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	requestReset(t, sg, "live", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToOffset, Offset: ptr.To[int64](100)})
 	waitResetDone(t, sg, "live")
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		if n := fenced.Load(); n != partitions {
 			return fmt.Errorf("%d of %d writers fenced", n, partitions)
 		}

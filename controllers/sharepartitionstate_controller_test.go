@@ -20,7 +20,7 @@ import (
 func leading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *sharestate.Persister {
 	t.Helper()
 	p := startLeading(t, ns, group, pod, uid)
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		obj := getSPS(t, spsKey(ns, group, 0))
 		if !meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionInitialized) {
 			return fmt.Errorf("not Initialized: %+v", obj.Status.Conditions)
@@ -52,7 +52,7 @@ func startLeading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *
 func expectFenced(t *testing.T, ns, group string, old *sharestate.Persister, reason string) {
 	t.Helper()
 	key := spsKey(ns, group, 0)
-	eventually(t, 15*time.Second, func() error {
+	testenv.Eventually(t, 15*time.Second, func() error {
 		obj := getSPS(t, key)
 		c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced)
 		if obj.Status.StateEpoch != 2 || obj.Status.Leader != nil || c == nil || c.Status != "True" || c.Reason != reason {
@@ -82,7 +82,7 @@ func takeOver(t *testing.T, ns, group string) {
 	if w := write(next, group, 0, 2, 2, acked(1)); w.ErrorCode != sharestate.ErrNone {
 		t.Fatalf("new leader's write: %s %s", w.ErrorCode, w.ErrorMessage)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		obj := getSPS(t, spsKey(ns, group, 0))
 		if c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced); c == nil || c.Status != "False" {
 			return fmt.Errorf("still fenced: %+v", c)

@@ -165,23 +165,6 @@ func getSPS(t *testing.T, key client.ObjectKey) *v1.SharePartitionState {
 	return &obj
 }
 
-// eventually polls cond every 50 ms until it returns nil, failing the test with its last error
-// after timeout.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // consistently checks cond every 100 ms for the whole duration.
 func consistently(t *testing.T, duration time.Duration, cond func() error) {
 	t.Helper()
@@ -198,7 +181,7 @@ func consistently(t *testing.T, duration time.Duration, cond func() error) {
 func eventFor(t *testing.T, ns, name, reason string) *eventsv1.Event {
 	t.Helper()
 	var found *eventsv1.Event
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		var list eventsv1.EventList
 		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err

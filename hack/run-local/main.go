@@ -71,7 +71,9 @@ func run(opts localcluster.Options, op operator.Options, sc sidecar.Config) erro
 	if sc.ListenAddress != "" {
 		if err := startLocalSidecar(ctx, cluster, sc, sidecarDone); err != nil {
 			stop()
-			<-operatorDone
+			if opErr := <-operatorDone; opErr != nil {
+				fmt.Fprintln(os.Stderr, "sharestate: the operator stopped with an error:", opErr)
+			}
 			_ = cluster.Stop(context.Background())
 			return err
 		}

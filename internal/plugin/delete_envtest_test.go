@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/testenv"
 )
 
 // groupWithState creates a group with initialized partitions, and waits until the operator holds it
@@ -21,7 +22,7 @@ func groupWithState(t *testing.T, ns, group string, partitions int32) *v1.ShareG
 	for part := range partitions {
 		b.initialize(part, 0, 0)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		if !controllerutil.ContainsFinalizer(getGroup(t, sg), v1.FinalizerPartitionState) {
 			return fmt.Errorf("the operator has not added its finalizer to %s", sg.Name)
 		}

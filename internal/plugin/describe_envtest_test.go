@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
@@ -29,7 +30,7 @@ func TestDescribeGroup(t *testing.T) {
 		b1.initialize(part, 0, 0)
 	}
 	// The operator must have seen partition 0 at leader epoch 0 for the new leader to be an event.
-	waitFor(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		if c := getPartition(t, ns, group, 0).Status.Conditions; !meta.IsStatusConditionTrue(c, v1.ConditionInitialized) {
 			return fmt.Errorf("partition 0 not reported initialized: %+v", c)
 		}
@@ -43,7 +44,7 @@ func TestDescribeGroup(t *testing.T) {
 	if err := env.Client.Delete(ctx, pod2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, func() error {
+	testenv.Eventually(t, 15*time.Second, func() error {
 		if s := getGroup(t, sg).Status; s.FencedPartitions != 1 {
 			return fmt.Errorf("group status shows %d fenced partitions", s.FencedPartitions)
 		}

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -285,23 +284,6 @@ func (b *broker) mustWrite(partition, stateEpoch, leaderEpoch, deliveryComplete 
 
 func batch(first, last int64, state sharestate.DeliveryState, count int16) sharestate.StateBatch {
 	return sharestate.StateBatch{FirstOffset: first, LastOffset: last, DeliveryState: state, DeliveryCount: count}
-}
-
-// waitFor polls cond every 100 ms until it returns nil, and fails the test with its last error after
-// timeout.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // lineMatching returns the first line of out matching pattern, failing the test if none does.

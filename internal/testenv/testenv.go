@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,4 +128,21 @@ func (e *Env) Namespace(t testing.TB) string {
 // GVR is the resource of a kind of this project's API.
 func GVR(resource string) schema.GroupVersionResource {
 	return sharestatev1alpha1.GroupVersion.WithResource(resource)
+}
+
+// Eventually polls cond every 50 ms until it returns nil, and fails t with cond's last error after
+// timeout: tests assert on the world as it becomes, not on calls.
+func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 )
@@ -130,7 +131,7 @@ func (s *system) waitSidecars(ctx context.Context, stores []*kafkawire.Client) {
 	s.t.Helper()
 	topic, _ := sharestate.ParseTopicID(e2eTopic)
 	for _, store := range stores {
-		eventually(s.t, 60*time.Second, func() error {
+		testenv.Eventually(s.t, 60*time.Second, func() error {
 			r := store.ReadSummary(ctx, sharestate.ReadSummaryRequest{GroupID: e2eGroup,
 				Topics: []sharestate.TopicData[sharestate.ReadSummaryPartition]{{TopicID: topic, Partitions: []sharestate.ReadSummaryPartition{{}}}}})
 			if code := r.Topics[0].Partitions[0].ErrorCode; code != sharestate.ErrNone {
@@ -159,7 +160,7 @@ func (s *system) initializePartitions(ctx context.Context, store sharestate.Stor
 // its partitions, checks that its sidecar's writes are then refused, and moves its partitions to the
 // other brokers at a higher leader epoch. It returns how long the fence took.
 func (s *system) failBroker(ctx context.Context, t *testing.T, b *broker, store *kafkawire.Client, leaders *leadership, g *ledger, topic sharestate.TopicID) time.Duration {
-	eventually(t, 2*time.Minute, func() error {
+	testenv.Eventually(t, 2*time.Minute, func() error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if n := len(g.final); n < e2ePartitions*60 {
@@ -174,7 +175,7 @@ func (s *system) failBroker(ctx context.Context, t *testing.T, b *broker, store 
 		t.Error(err)
 		return 0
 	}
-	eventually(t, 30*time.Second, func() error { return s.fenced(ctx, partitions) })
+	testenv.Eventually(t, 30*time.Second, func() error { return s.fenced(ctx, partitions) })
 	latency := time.Since(start)
 
 	// The dead broker's sidecar still runs (a zombie): its writes carry the old state epoch.
@@ -262,7 +263,7 @@ func (s *system) allStartAt(ctx context.Context, offset int64) bool {
 // expectStartOffsets checks, through a sidecar's ReadSummary, that every partition is done up to offset.
 func (s *system) expectStartOffsets(ctx context.Context, store sharestate.Store, topic sharestate.TopicID, offset int64) {
 	s.t.Helper()
-	eventually(s.t, 60*time.Second, func() error {
+	testenv.Eventually(s.t, 60*time.Second, func() error {
 		req := sharestate.ReadSummaryRequest{GroupID: e2eGroup, Topics: []sharestate.TopicData[sharestate.ReadSummaryPartition]{{TopicID: topic}}}
 		for p := range int32(e2ePartitions) {
 			req.Topics[0].Partitions = append(req.Topics[0].Partitions, sharestate.ReadSummaryPartition{Partition: p})
@@ -300,21 +301,5 @@ func (s *system) expectResetEpoch(ctx context.Context) {
 		if obj.Status.StateEpoch != 2 {
 			s.t.Errorf("partition %d at state epoch %d after the reset, want 2", obj.Spec.Partition, obj.Status.StateEpoch)
 		}
-	}
-}
-
-// eventually polls cond until it returns nil, failing the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
