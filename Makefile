@@ -93,7 +93,15 @@ bench: ## Measure share-state writes (throughput, latency, API requests per writ
 
 .PHONY: build
 build: ## Build the project's binaries into ./bin.
-	go build -o $(LOCALBIN)/ ./hack/run-local
+	go build -o $(LOCALBIN)/ ./cmd/sharestate-operator ./cmd/sharestate-sidecar ./cmd/kubectl-sharestate ./hack/run-local
+
+IMG_REPO ?= ghcr.io/sharestate
+IMG_TAG ?= v0.1.0
+
+.PHONY: docker-build
+docker-build: ## Build the operator and sidecar images (needs a Docker engine; none runs on the CI machine).
+	docker build --build-arg BINARY=sharestate-operator -t $(IMG_REPO)/sharestate-operator:$(IMG_TAG) .
+	docker build --build-arg BINARY=sharestate-sidecar -t $(IMG_REPO)/sharestate-sidecar:$(IMG_TAG) .
 
 .PHONY: run
 run: ## Run the system: on a local control plane (data in .run/), or on the cluster that KUBECONFIG names.
