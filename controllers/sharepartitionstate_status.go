@@ -98,10 +98,11 @@ func setObservedConditions(obj *v1.SharePartitionState) {
 			Message:            fmt.Sprintf("broker %d (pod %s) leads at leader epoch %d", l.BrokerID, l.PodName, l.LeaderEpoch),
 			ObservedGeneration: obj.Generation,
 		})
-	} else if meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced) == nil {
+	} else if !meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionFenced) {
+		// No leader, and not because of a fence: new, or reset (which clears the leader).
 		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
 			Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonNoLeader,
-			Message: "no leader has read the state yet", ObservedGeneration: obj.Generation,
+			Message: "no leader has read the state since it was (re)initialized", ObservedGeneration: obj.Generation,
 		})
 	}
 	obj.Status.ObservedGeneration = obj.Generation
