@@ -129,11 +129,15 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	before := sg.Status.DeepCopy()
-	resetErr := r.reconcileReset(ctx, sg)
+	// stored follows the status as last written: the reset writes its start itself (conditionally).
+	stored := sg.DeepCopy()
+	resetErr := r.reconcileReset(ctx, sg, &stored)
 	sg.Status = aggregate(sg, partitions, sg.Status)
-	if !equality.Semantic.DeepEqual(*before, sg.Status) {
-		if err := r.Client.Status().Update(ctx, sg); err != nil {
+	if !equality.Semantic.DeepEqual(stored.Status, sg.Status) {
+		// The aggregate is recomputed from the observed partitions on every pass and only this
+		// reconciler writes it, so a merge patch of what changed is enough; an update conditional on a
+		// resourceVersion the cache has not caught up with would only conflict and retry.
+		if err := r.Client.Status().Patch(ctx, sg, client.MergeFrom(stored)); err != nil {
 			return ctrl.Result{}, errors.Join(resetErr, fmt.Errorf("updating the status: %w", err))
 		}
 	}

@@ -81,7 +81,9 @@ const maxResetRounds = 3
 // epoch above every partition's and records it in status before touching any partition, then
 // initializes every named partition at it with the new start offset, which fences every live leader.
 // The recorded request id makes a request run once however often the group is reconciled.
-func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareGroup) error {
+//
+// stored is the group as last written; the reset's start, written here, moves it.
+func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareGroup, stored **v1.ShareGroup) error {
 	req := sg.Spec.OffsetReset
 	if req == nil {
 		return nil
@@ -100,6 +102,7 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareG
 			if err := r.startReset(ctx, sg); err != nil {
 				return err
 			}
+			*stored = sg.DeepCopy()
 		}
 		err := r.initializeTargets(ctx, sg, targets)
 		if err == nil {
