@@ -37,8 +37,6 @@ const (
 	ReasonLeaderAlive = "LeaderAlive"
 	// ReasonNoLeader: no leader has read the state yet.
 	ReasonNoLeader = "NoLeader"
-	// ReasonOffsetReset: an admin offset reset raised the state epoch.
-	ReasonOffsetReset = "OffsetReset"
 	// ReasonAllPartitionsReady: every partition is initialized and none is fenced.
 	ReasonAllPartitionsReady = "AllPartitionsReady"
 	// ReasonPartitionsFenced: some partitions are fenced.
