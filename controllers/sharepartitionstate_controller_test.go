@@ -20,7 +20,10 @@ import (
 // and led.
 func leading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *sharestate.Persister {
 	t.Helper()
-	p := startLeading(t, ns, group, pod, uid)
+	p := recordLeader(t, ns, group, pod, uid)
+	if w := write(p, group, 0, 1, 1, acked(0)); w.ErrorCode != sharestate.ErrNone {
+		t.Fatalf("write: %s", w.ErrorCode)
+	}
 	testenv.Eventually(t, 10*time.Second, func() error {
 		obj := getSPS(t, spsKey(ns, group, 0))
 		if !meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionInitialized) {
@@ -34,16 +37,15 @@ func leading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *share
 	return p
 }
 
-// startLeading is leading without waiting for the operator.
-func startLeading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *sharestate.Persister {
+// recordLeader initializes partition 0 and has the broker in pod Read it, which records it as the
+// leader. The tests whose leader is stale from the start use it: the operator may fence the partition
+// as soon as the Read lands, before any write.
+func recordLeader(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *sharestate.Persister {
 	t.Helper()
 	p := persisterFor(t, ns, 1, pod, uid)
 	initialize(t, p, group, 0, 1, 0)
 	if r := read(p, group, 0, 1); r.ErrorCode != sharestate.ErrNone {
 		t.Fatalf("read: %s", r.ErrorCode)
-	}
-	if w := write(p, group, 0, 1, 1, acked(0)); w.ErrorCode != sharestate.ErrNone {
-		t.Fatalf("write: %s", w.ErrorCode)
 	}
 	return p
 }
@@ -146,7 +148,7 @@ func TestFenceWhenLeaderPodWasReplaced(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	pod := brokerPod(t, ns, "broker-1", true)
-	old := startLeading(t, ns, "g", pod, "uid-of-the-pod-before")
+	old := recordLeader(t, ns, "g", pod, "uid-of-the-pod-before")
 	expectFenced(t, ns, "g", old, v1.ReasonLeaderPodReplaced)
 }
 
@@ -155,7 +157,7 @@ func TestFenceWhenLeaderPodIsNotReadyPastTheGracePeriod(t *testing.T) {
 	ns := env.Namespace(t)
 	pod := brokerPod(t, ns, "broker-1", false)
 	start := time.Now()
-	old := leading(t, ns, "g", pod, "")
+	old := recordLeader(t, ns, "g", pod, "")
 	expectFenced(t, ns, "g", old, v1.ReasonLeaderPodNotReady)
 	if elapsed := time.Since(start); elapsed < notReadyGrace-time.Second {
 		t.Fatalf("fenced after %v, before the %v grace period", elapsed, notReadyGrace)
