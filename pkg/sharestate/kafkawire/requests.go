@@ -10,18 +10,32 @@ import (
 // request; *ToKmsg is what the client does before encoding one. The version of a *ToKmsg result is
 // left at 0: the sender sets the version it negotiated.
 
+// topicsFromKmsg converts a decoded message's per-topic partitions into sharestate's shape: split
+// gives a topic's id and partitions, part converts one partition. Every *FromKmsg conversion of this
+// package, requests and responses alike, has this shape; only the types and the per-partition fields
+// differ.
+func topicsFromKmsg[KT, KP, P any](topics []KT, split func(*KT) ([16]byte, []KP), part func(*KP) P) []sharestate.TopicData[P] {
+	out := make([]sharestate.TopicData[P], len(topics))
+	for i := range topics {
+		id, kparts := split(&topics[i])
+		parts := make([]P, len(kparts))
+		for j := range kparts {
+			parts[j] = part(&kparts[j])
+		}
+		out[i] = sharestate.TopicData[P]{TopicID: id, Partitions: parts}
+	}
+	return out
+}
+
 // InitializeRequestFromKmsg converts a decoded InitializeShareGroupState request.
 func InitializeRequestFromKmsg(k *kmsg.InitializeShareGroupStateRequest) sharestate.InitializeRequest {
-	req := sharestate.InitializeRequest{GroupID: k.GroupID, Topics: make([]sharestate.TopicData[sharestate.InitializePartition], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.InitializePartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			parts[j] = sharestate.InitializePartition{Partition: p.Partition, StateEpoch: p.StateEpoch, StartOffset: p.StartOffset}
-		}
-		req.Topics[i] = sharestate.TopicData[sharestate.InitializePartition]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return req
+	return sharestate.InitializeRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.InitializeShareGroupStateRequestTopic) ([16]byte, []kmsg.InitializeShareGroupStateRequestTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.InitializeShareGroupStateRequestTopicPartition) sharestate.InitializePartition {
+			return sharestate.InitializePartition{Partition: p.Partition, StateEpoch: p.StateEpoch, StartOffset: p.StartOffset}
+		})}
 }
 
 // InitializeRequestToKmsg converts an Initialize request for the wire.
@@ -45,16 +59,13 @@ func InitializeRequestToKmsg(req sharestate.InitializeRequest) *kmsg.InitializeS
 
 // ReadRequestFromKmsg converts a decoded ReadShareGroupState request.
 func ReadRequestFromKmsg(k *kmsg.ReadShareGroupStateRequest) sharestate.ReadRequest {
-	req := sharestate.ReadRequest{GroupID: k.GroupID, Topics: make([]sharestate.TopicData[sharestate.ReadPartition], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.ReadPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			parts[j] = sharestate.ReadPartition{Partition: p.Partition, LeaderEpoch: p.LeaderEpoch}
-		}
-		req.Topics[i] = sharestate.TopicData[sharestate.ReadPartition]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return req
+	return sharestate.ReadRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.ReadShareGroupStateRequestTopic) ([16]byte, []kmsg.ReadShareGroupStateRequestTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.ReadShareGroupStateRequestTopicPartition) sharestate.ReadPartition {
+			return sharestate.ReadPartition{Partition: p.Partition, LeaderEpoch: p.LeaderEpoch}
+		})}
 }
 
 // ReadRequestToKmsg converts a Read request for the wire.
@@ -79,20 +90,16 @@ func ReadRequestToKmsg(req sharestate.ReadRequest) *kmsg.ReadShareGroupStateRequ
 // WriteRequestFromKmsg converts a decoded WriteShareGroupState request. A v0 request carries no
 // delivery-complete count: kmsg's default, -1 ("unknown"), stands for it.
 func WriteRequestFromKmsg(k *kmsg.WriteShareGroupStateRequest) sharestate.WriteRequest {
-	req := sharestate.WriteRequest{GroupID: k.GroupID, Topics: make([]sharestate.TopicData[sharestate.WritePartition], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.WritePartition, len(t.Partitions))
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			parts[j] = sharestate.WritePartition{
+	return sharestate.WriteRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.WriteShareGroupStateRequestTopic) ([16]byte, []kmsg.WriteShareGroupStateRequestTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.WriteShareGroupStateRequestTopicPartition) sharestate.WritePartition {
+			return sharestate.WritePartition{
 				Partition: p.Partition, StateEpoch: p.StateEpoch, LeaderEpoch: p.LeaderEpoch, StartOffset: p.StartOffset,
 				DeliveryCompleteCount: p.DeliveryCompleteCount, StateBatches: writeBatchesFromKmsg(p.StateBatches),
 			}
-		}
-		req.Topics[i] = sharestate.TopicData[sharestate.WritePartition]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return req
+		})}
 }
 
 func writeBatchesFromKmsg(in []kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch) []sharestate.StateBatch {
@@ -144,16 +151,13 @@ func writeBatchesToKmsg(in []sharestate.StateBatch) []kmsg.WriteShareGroupStateR
 
 // DeleteRequestFromKmsg converts a decoded DeleteShareGroupState request.
 func DeleteRequestFromKmsg(k *kmsg.DeleteShareGroupStateRequest) sharestate.DeleteRequest {
-	req := sharestate.DeleteRequest{GroupID: k.GroupID, Topics: make([]sharestate.TopicData[sharestate.DeletePartition], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.DeletePartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			parts[j] = sharestate.DeletePartition{Partition: p.Partition}
-		}
-		req.Topics[i] = sharestate.TopicData[sharestate.DeletePartition]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return req
+	return sharestate.DeleteRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.DeleteShareGroupStateRequestTopic) ([16]byte, []kmsg.DeleteShareGroupStateRequestTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.DeleteShareGroupStateRequestTopicPartition) sharestate.DeletePartition {
+			return sharestate.DeletePartition{Partition: p.Partition}
+		})}
 }
 
 // DeleteRequestToKmsg converts a Delete request for the wire.
@@ -177,16 +181,13 @@ func DeleteRequestToKmsg(req sharestate.DeleteRequest) *kmsg.DeleteShareGroupSta
 
 // ReadSummaryRequestFromKmsg converts a decoded ReadShareGroupStateSummary request.
 func ReadSummaryRequestFromKmsg(k *kmsg.ReadShareGroupStateSummaryRequest) sharestate.ReadSummaryRequest {
-	req := sharestate.ReadSummaryRequest{GroupID: k.GroupID, Topics: make([]sharestate.TopicData[sharestate.ReadSummaryPartition], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.ReadSummaryPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			parts[j] = sharestate.ReadSummaryPartition{Partition: p.Partition, LeaderEpoch: p.LeaderEpoch}
-		}
-		req.Topics[i] = sharestate.TopicData[sharestate.ReadSummaryPartition]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return req
+	return sharestate.ReadSummaryRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.ReadShareGroupStateSummaryRequestTopic) ([16]byte, []kmsg.ReadShareGroupStateSummaryRequestTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.ReadShareGroupStateSummaryRequestTopicPartition) sharestate.ReadSummaryPartition {
+			return sharestate.ReadSummaryPartition{Partition: p.Partition, LeaderEpoch: p.LeaderEpoch}
+		})}
 }
 
 // ReadSummaryRequestToKmsg converts a ReadSummary request for the wire.

@@ -53,16 +53,13 @@ func InitializeResponseToKmsg(resp sharestate.InitializeResponse) *kmsg.Initiali
 
 // InitializeResponseFromKmsg converts a decoded InitializeShareGroupState response.
 func InitializeResponseFromKmsg(k *kmsg.InitializeShareGroupStateResponse) sharestate.InitializeResponse {
-	resp := sharestate.InitializeResponse{Topics: make([]sharestate.TopicData[sharestate.PartitionResult], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.PartitionResult, len(t.Partitions))
-		for j, p := range t.Partitions {
-			parts[j] = partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage)
-		}
-		resp.Topics[i] = sharestate.TopicData[sharestate.PartitionResult]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return resp
+	return sharestate.InitializeResponse{Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.InitializeShareGroupStateResponseTopic) ([16]byte, []kmsg.InitializeShareGroupStateResponseTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.InitializeShareGroupStateResponseTopicPartition) sharestate.PartitionResult {
+			return partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage)
+		})}
 }
 
 // ReadResponseToKmsg converts a Read response for the wire.
@@ -96,20 +93,16 @@ func readBatchesToKmsg(in []sharestate.StateBatch) []kmsg.ReadShareGroupStateRes
 
 // ReadResponseFromKmsg converts a decoded ReadShareGroupState response.
 func ReadResponseFromKmsg(k *kmsg.ReadShareGroupStateResponse) sharestate.ReadResponse {
-	resp := sharestate.ReadResponse{Topics: make([]sharestate.TopicData[sharestate.ReadResult], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.ReadResult, len(t.Partitions))
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			parts[j] = sharestate.ReadResult{
+	return sharestate.ReadResponse{Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.ReadShareGroupStateResponseTopic) ([16]byte, []kmsg.ReadShareGroupStateResponseTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.ReadShareGroupStateResponseTopicPartition) sharestate.ReadResult {
+			return sharestate.ReadResult{
 				PartitionResult: partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage),
 				StateEpoch:      p.StateEpoch, StartOffset: p.StartOffset, StateBatches: readBatchesFromKmsg(p.StateBatches),
 			}
-		}
-		resp.Topics[i] = sharestate.TopicData[sharestate.ReadResult]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return resp
+		})}
 }
 
 func readBatchesFromKmsg(in []kmsg.ReadShareGroupStateResponseTopicPartitionStateBatch) []sharestate.StateBatch {
@@ -141,16 +134,13 @@ func WriteResponseToKmsg(resp sharestate.WriteResponse) *kmsg.WriteShareGroupSta
 
 // WriteResponseFromKmsg converts a decoded WriteShareGroupState response.
 func WriteResponseFromKmsg(k *kmsg.WriteShareGroupStateResponse) sharestate.WriteResponse {
-	resp := sharestate.WriteResponse{Topics: make([]sharestate.TopicData[sharestate.PartitionResult], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.PartitionResult, len(t.Partitions))
-		for j, p := range t.Partitions {
-			parts[j] = partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage)
-		}
-		resp.Topics[i] = sharestate.TopicData[sharestate.PartitionResult]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return resp
+	return sharestate.WriteResponse{Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.WriteShareGroupStateResponseTopic) ([16]byte, []kmsg.WriteShareGroupStateResponseTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.WriteShareGroupStateResponseTopicPartition) sharestate.PartitionResult {
+			return partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage)
+		})}
 }
 
 // DeleteResponseToKmsg converts a Delete response for the wire.
@@ -168,16 +158,13 @@ func DeleteResponseToKmsg(resp sharestate.DeleteResponse) *kmsg.DeleteShareGroup
 
 // DeleteResponseFromKmsg converts a decoded DeleteShareGroupState response.
 func DeleteResponseFromKmsg(k *kmsg.DeleteShareGroupStateResponse) sharestate.DeleteResponse {
-	resp := sharestate.DeleteResponse{Topics: make([]sharestate.TopicData[sharestate.PartitionResult], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.PartitionResult, len(t.Partitions))
-		for j, p := range t.Partitions {
-			parts[j] = partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage)
-		}
-		resp.Topics[i] = sharestate.TopicData[sharestate.PartitionResult]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return resp
+	return sharestate.DeleteResponse{Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.DeleteShareGroupStateResponseTopic) ([16]byte, []kmsg.DeleteShareGroupStateResponseTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.DeleteShareGroupStateResponseTopicPartition) sharestate.PartitionResult {
+			return partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage)
+		})}
 }
 
 // ReadSummaryResponseToKmsg converts a ReadSummary response for the wire. Encoded as v0, the
@@ -203,19 +190,15 @@ func ReadSummaryResponseToKmsg(resp sharestate.ReadSummaryResponse) *kmsg.ReadSh
 // ReadSummaryResponseFromKmsg converts a decoded ReadShareGroupStateSummary response. A v0 response
 // carries no delivery-complete count: it reads as -1, unknown.
 func ReadSummaryResponseFromKmsg(k *kmsg.ReadShareGroupStateSummaryResponse) sharestate.ReadSummaryResponse {
-	resp := sharestate.ReadSummaryResponse{Topics: make([]sharestate.TopicData[sharestate.ReadSummaryResult], len(k.Topics))}
-	for i := range k.Topics {
-		t := &k.Topics[i]
-		parts := make([]sharestate.ReadSummaryResult, len(t.Partitions))
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			parts[j] = sharestate.ReadSummaryResult{
+	return sharestate.ReadSummaryResponse{Topics: topicsFromKmsg(k.Topics,
+		func(t *kmsg.ReadShareGroupStateSummaryResponseTopic) ([16]byte, []kmsg.ReadShareGroupStateSummaryResponseTopicPartition) {
+			return t.TopicID, t.Partitions
+		},
+		func(p *kmsg.ReadShareGroupStateSummaryResponseTopicPartition) sharestate.ReadSummaryResult {
+			return sharestate.ReadSummaryResult{
 				PartitionResult: partitionResult(p.Partition, p.ErrorCode, p.ErrorMessage),
 				StateEpoch:      p.StateEpoch, LeaderEpoch: p.LeaderEpoch, StartOffset: p.StartOffset,
 				DeliveryCompleteCount: p.DeliveryCompleteCount,
 			}
-		}
-		resp.Topics[i] = sharestate.TopicData[sharestate.ReadSummaryResult]{TopicID: t.TopicID, Partitions: parts}
-	}
-	return resp
+		})}
 }
