@@ -86,14 +86,15 @@ type SharePartitionStateStatus struct {
 	StateEpoch int32 `json:"stateEpoch"`
 
 	// leaderEpoch is the highest partition leader epoch that has Read the state. A caller with a lower
-	// one is answered FENCED_LEADER_EPOCH. It goes down only when a reset (a higher stateEpoch) starts
-	// the state afresh at 0; the higher stateEpoch then fences the older leaders.
+	// one is answered FENCED_LEADER_EPOCH. It never goes down: a reset (Initialize at a higher
+	// stateEpoch) keeps it, so a leader fenced before the reset stays fenced after it.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	LeaderEpoch int32 `json:"leaderEpoch"`
 
 	// startOffset is the first offset still tracked; every offset below it is done. -1 means not set
-	// yet (the leader applies share.auto.offset.reset). It goes down only with a higher stateEpoch.
+	// yet (the leader applies share.auto.offset.reset). Once the state is initialized (createTime is
+	// set) it goes down only with a higher stateEpoch; before that it means nothing.
 	// +optional
 	// +kubebuilder:validation:Minimum=-1
 	StartOffset int64 `json:"startOffset"`
@@ -114,6 +115,13 @@ type SharePartitionStateStatus struct {
 	// leader is the share-partition leader that last Read or wrote the state; unset once fenced.
 	// +optional
 	Leader *LeaderRef `json:"leader,omitempty"`
+
+	// fencedLeader is the last leader the operator fenced because its pod is gone (deleted,
+	// terminating, finished or replaced). A Read or Write from that same pod (same podUID) at a leader
+	// epoch not above fencedLeader.leaderEpoch is answered FENCED_LEADER_EPOCH, so a terminating broker
+	// cannot take the partition back by reading it again.
+	// +optional
+	FencedLeader *LeaderRef `json:"fencedLeader,omitempty"`
 
 	// createTime is when the state was (re)initialized.
 	// +optional
@@ -166,8 +174,8 @@ type SharePartitionStateStatus struct {
 // +kubebuilder:printcolumn:name="Broker",type=integer,JSONPath=`.status.leader.brokerId`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && (self.status.leaderEpoch >= oldSelf.status.leaderEpoch || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.leaderEpoch may be lowered only together with a higher status.stateEpoch (a reset)"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.startOffset) || (has(self.status) && has(self.status.startOffset) && (self.status.startOffset >= oldSelf.status.startOffset || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.startOffset may be lowered only together with a higher status.stateEpoch (a reset)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && self.status.leaderEpoch >= oldSelf.status.leaderEpoch)",message="status.leaderEpoch may not be lowered"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.createTime) || (has(self.status) && has(self.status.startOffset) && (self.status.startOffset >= oldSelf.status.startOffset || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch (a reset)"
 type SharePartitionState struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -359,6 +359,11 @@ func (in *SharePartitionStateStatus) DeepCopyInto(out *SharePartitionStateStatus
 		*out = new(LeaderRef)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.FencedLeader != nil {
+		in, out := &in.FencedLeader, &out.FencedLeader
+		*out = new(LeaderRef)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.CreateTime != nil {
 		in, out := &in.CreateTime, &out.CreateTime
 		*out = (*in).DeepCopy()

@@ -37,7 +37,7 @@ func (p *Persister) initialize(ctx context.Context, group string, topic TopicID,
 			if obj.Status.StateEpoch >= in.StateEpoch {
 				return nil, err
 			}
-			stored = &State{StateEpoch: obj.Status.StateEpoch}
+			stored = &State{StateEpoch: obj.Status.StateEpoch, LeaderEpoch: obj.Status.LeaderEpoch}
 		}
 		next, reset, o := ApplyInitialize(stored, in, known)
 		outcome = o
@@ -57,7 +57,7 @@ func (p *Persister) initialize(ctx context.Context, group string, topic TopicID,
 		obj, result, err := p.updateLoop(ctx, key, start, compute)
 		if errors.Is(err, errNoObject) {
 			if start, err = p.createObject(ctx, key); err != nil {
-				return unavailable(err)
+				return createFailure(err)
 			}
 			continue
 		}
@@ -69,6 +69,20 @@ func (p *Persister) initialize(ctx context.Context, group string, topic TopicID,
 		return outcome
 	}
 	return fail(ErrCoordinatorLoadInProgress, "the share-partition's object keeps disappearing; retry")
+}
+
+// errGroupNameTaken says the ShareGroup name derived from a group id is held by a ShareGroup of
+// another group id (one a user created under that name), so the persister has no group to own the
+// partition's state.
+var errGroupNameTaken = errors.New("the ShareGroup name of the group id is taken")
+
+// createFailure answers an Initialize whose object could not be created: retriable while the API
+// server cannot be reached, final when it refused or the group's name is taken.
+func createFailure(err error) Outcome {
+	if errors.Is(err, errGroupNameTaken) || classify(err) == classPermanent {
+		return fail(ErrUnknownServerError, "%v", err)
+	}
+	return unavailable(err)
 }
 
 // createObject creates the partition's SharePartitionState (without state: the status is written
@@ -103,7 +117,14 @@ func (p *Persister) ensureShareGroup(ctx context.Context, group string) (*v1.Sha
 	}
 	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.Client.Create(ctx, sg) })
 	if classify(err) == classExists {
-		return findShareGroup(ctx, p.opts.Client, p.opts.Namespace, group, p.withRetry)
+		// Another persister created it meanwhile, or the name is held by a ShareGroup of another
+		// group id, which findShareGroup does not return.
+		found, err := findShareGroup(ctx, p.opts.Client, p.opts.Namespace, group, p.withRetry)
+		if err == nil && found == nil {
+			return nil, fmt.Errorf("%w: ShareGroup %s/%s declares another group id; create a ShareGroup "+
+				"with spec.groupId %q under another name", errGroupNameTaken, sg.Namespace, sg.Name, group)
+		}
+		return found, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating the ShareGroup: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,6 +130,10 @@ func checkGroup(group string) Outcome {
 	}
 	if len(group) > 255 {
 		return fail(ErrInvalidRequest, "group id is longer than 255 bytes")
+	}
+	if !utf8.ValidString(group) {
+		// Kafka's strings are UTF-8; Kubernetes would store another id than the one asked for.
+		return fail(ErrInvalidRequest, "group id is not valid UTF-8")
 	}
 	return Outcome{}
 }

@@ -67,13 +67,14 @@ func TestInitialize(t *testing.T) {
 
 	expectCode(t, "initialize at an older epoch", initialize(t, p, "Orders.EU", 0, 1, 0), sharestate.ErrFencedStateEpoch)
 
-	// A higher state epoch resets everything, the start offset included, even downwards.
+	// A higher state epoch resets everything, the start offset included, even downwards; the leader
+	// epoch alone survives (spec §5).
 	expectCode(t, "reset", initialize(t, p, "Orders.EU", 0, 3, -1), sharestate.ErrNone)
 	s := summary(t, p, "Orders.EU", 0)
-	if s.StateEpoch != 3 || s.LeaderEpoch != 0 || s.StartOffset != -1 || s.DeliveryCompleteCount != -1 {
+	if s.StateEpoch != 3 || s.LeaderEpoch != 1 || s.StartOffset != -1 || s.DeliveryCompleteCount != -1 {
 		t.Fatalf("after reset: %+v", s)
 	}
-	if r := read(t, p, "Orders.EU", 0, 0); len(r.StateBatches) != 0 || r.StateEpoch != 3 {
+	if r := read(t, p, "Orders.EU", 0, 1); len(r.StateBatches) != 0 || r.StateEpoch != 3 {
 		t.Fatalf("after reset: %+v", r)
 	}
 

@@ -149,14 +149,25 @@ func CheckInitializeInput(topic TopicID, p InitializePartition) Outcome {
 	if p.StateEpoch < 0 {
 		return fail(ErrInvalidRequest, "state epoch %d is negative", p.StateEpoch)
 	}
+	if p.StateEpoch >= MaxStateEpoch {
+		return fail(ErrInvalidRequest, "state epoch %d leaves no room for a fence: the highest an Initialize may use is %d", p.StateEpoch, MaxStateEpoch-1)
+	}
 	if p.StartOffset < -1 {
 		return fail(ErrInvalidRequest, "start offset %d is below -1", p.StartOffset)
 	}
 	return Outcome{}
 }
 
+// MaxStateEpoch is the highest state epoch a share-partition can reach (an int32 on the wire). The
+// operator's fence raises the state epoch by one, so Initialize refuses MaxStateEpoch itself: a state
+// initialized at MaxStateEpoch-1 can still be fenced once, and one at MaxStateEpoch could never be
+// (our choice: Kafka's coordinator accepts any state epoch; spec §5, §9).
+const MaxStateEpoch int32 = math.MaxInt32
+
 // ApplyInitialize is Initialize on a stored state (nil: none). reset says a fresh state replaces the
-// stored one; at an equal state epoch the stored state is kept and nothing is written.
+// stored one; at an equal state epoch the stored state is kept and nothing is written. The fresh state
+// keeps the stored leader epoch (spec §5): a leader fenced before the reset stays fenced after it, as
+// Kafka's coordinator keeps the highest leader epoch it has seen until the state is deleted.
 func ApplyInitialize(stored *State, p InitializePartition, known bool) (next State, reset bool, o Outcome) {
 	if stored != nil && stored.StateEpoch > p.StateEpoch {
 		return *stored, false, fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
@@ -170,10 +181,15 @@ func ApplyInitialize(stored *State, p InitializePartition, known bool) (next Sta
 	if stored != nil && stored.StateEpoch == p.StateEpoch {
 		return *stored, false, Outcome{}
 	}
-	return FreshState(p.StateEpoch, p.StartOffset), true, Outcome{}
+	next = FreshState(p.StateEpoch, p.StartOffset)
+	if stored != nil {
+		next.LeaderEpoch = stored.LeaderEpoch
+	}
+	return next, true, Outcome{}
 }
 
-// FreshState is the state Initialize (or a reset) creates: spec §5.
+// FreshState is the state Initialize creates where there was none (spec §5): leader epoch 0. A reset
+// of an existing state keeps its leader epoch (ApplyInitialize).
 func FreshState(stateEpoch int32, startOffset int64) State {
 	complete := int32(0)
 	if startOffset == -1 {
