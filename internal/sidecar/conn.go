@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +73,7 @@ func (c *conn) readLoop() string {
 		if err != nil {
 			return c.readFailure(err)
 		}
-		req, err := decode(frame)
+		req, err := decodeRecovering(frame)
 		if err != nil {
 			return c.refuse(err)
 		}
@@ -188,8 +189,24 @@ func (c *conn) refuse(err error) string {
 		r = &refusal{reason: closedMalformed, api: "Unknown", code: sharestate.ErrInvalidRequest, err: err}
 	}
 	countRequest(r.api, r.code)
+	if r.reason == closedPanic {
+		c.s.log.Error(r.err, "Decoding a request panicked; closed its connection", "remote", c.nc.RemoteAddr().String())
+		return r.reason
+	}
 	c.s.log.Info("Closed a connection that sent a request this server does not serve", "remote", c.nc.RemoteAddr().String(), "reason", r.reason, "error", r.err.Error())
 	return r.reason
+}
+
+// decodeRecovering is decode, with a panic (a decoder's bug on hostile input) turned into a refusal:
+// the connection closes, the process and every other connection go on.
+func decodeRecovering(frame []byte) (req request, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &refusal{reason: closedPanic, api: "Unknown", code: sharestate.ErrUnknownServerError,
+				err: fmt.Errorf("decoding the request panicked: %v\n%s", p, debug.Stack())}
+		}
+	}()
+	return decode(frame)
 }
 
 // run serves one request and completes its exchange.
@@ -197,9 +214,12 @@ func (s *Server) run(req request, ex *exchange) {
 	start := time.Now()
 	defer close(ex.done)
 	defer func() {
-		// A panic in the store must not take down every other connection; this one closes.
+		// A panic in the store or in encoding the response, on this goroutine, must not take down every
+		// other connection; this one closes (a nil frame), as after an answer that cannot be given.
+		// (A panic on a goroutine the store starts itself is beyond this recover: the store's to catch.)
 		if p := recover(); p != nil {
-			s.log.Error(fmt.Errorf("panic: %v", p), "Serving a request panicked", "api", req.api)
+			s.log.Error(fmt.Errorf("panic: %v", p), "Serving a request panicked", "api", req.api, "stack", string(debug.Stack()))
+			countRequest(req.api, sharestate.ErrUnknownServerError)
 			ex.frame = nil
 		}
 	}()
@@ -282,6 +302,9 @@ func (c *conn) write(w *bufio.Writer, frame []byte, ready bool) string {
 		_ = c.nc.Close()
 		return closedShutdown
 	case frame == nil:
+		// The requests before this one were answered: their responses leave before the close, as a
+		// refused request's do.
+		_ = c.flush(w)
 		_ = c.nc.Close()
 		return closedPanic
 	}
