@@ -19,8 +19,15 @@ var fencesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Share-partitions fenced by the operator (state epoch raised), by reason.",
 }, []string{"reason"})
 
+// fencesRefusedTotal counts the stale leaders the operator could not fence, by reason (a condition
+// reason: today only StateEpochExhausted).
+var fencesRefusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sharestate_operator_fences_refused_total",
+	Help: "Stale share-partition leaders the operator could not fence, by reason (StateEpochExhausted: the state epoch is at its maximum).",
+}, []string{"reason"})
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(fencesTotal)
+	ctrlmetrics.Registry.MustRegister(fencesTotal, fencesRefusedTotal)
 }
 
 // partitionsDesc and groupsDesc are computed at scrape time from the manager's cache, so they cost

@@ -74,6 +74,9 @@ func startOffsetOf(t v1.OffsetResetTopic) int64 {
 // the reset starts again at a higher epoch.
 var errResetOvertaken = errors.New("a partition's state epoch moved during the reset")
 
+// errStateEpochExhausted says the reset would need a state epoch above the highest Initialize accepts.
+var errStateEpochExhausted = errors.New("the state epoch cannot be raised any further")
+
 // maxResetRounds bounds how often one pass starts a reset again after being overtaken.
 const maxResetRounds = 3
 
@@ -94,12 +97,17 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareG
 	}
 	targets, err := resetTargets(sg)
 	if err != nil {
-		r.refuseReset(sg, req.ID, err)
+		r.refuseReset(sg, req.ID, v1.ReasonResetUndeclaredTopic, err)
 		return nil // nothing to retry until the spec changes
 	}
 	for round := 1; ; round++ {
 		if last == nil || last.ID != req.ID || last.StartTime == nil {
-			if err := r.startReset(ctx, sg); err != nil {
+			err := r.startReset(ctx, sg)
+			if errors.Is(err, errStateEpochExhausted) {
+				r.refuseReset(sg, req.ID, v1.ReasonStateEpochExhausted, err)
+				return nil // retrying cannot raise the epoch further
+			}
+			if err != nil {
 				return err
 			}
 			*stored = sg.DeepCopy()
@@ -138,6 +146,10 @@ func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *v1.ShareGroup
 	}
 	for i := range partitions {
 		epoch = max(epoch, partitions[i].Status.StateEpoch)
+	}
+	if epoch >= sharestate.MaxStateEpoch-1 {
+		return fmt.Errorf("%w: a partition is at state epoch %d, and Initialize may use at most %d",
+			errStateEpochExhausted, epoch, sharestate.MaxStateEpoch-1)
 	}
 	now := metav1.NewTime(r.Now())
 	sg.Status.LastOffsetReset = &v1.OffsetResetStatus{ID: sg.Spec.OffsetReset.ID, StateEpoch: epoch + 1, StartTime: &now}
@@ -208,9 +220,9 @@ func initializeRequest(group string, targets []resetTarget, epoch int32) sharest
 	return req
 }
 
-// refuseReset reports a request that cannot be carried out as written, once per change.
-func (r *ShareGroupReconciler) refuseReset(sg *v1.ShareGroup, id string, err error) {
-	c := metav1.Condition{Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: v1.ReasonResetUndeclaredTopic,
+// refuseReset reports a request that cannot be carried out, once per change, with the condition reason.
+func (r *ShareGroupReconciler) refuseReset(sg *v1.ShareGroup, id, reason string, err error) {
+	c := metav1.Condition{Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: reason,
 		Message: fmt.Sprintf("reset %q refused: %v", id, err), ObservedGeneration: sg.Generation}
 	if old := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset); old == nil || old.Message != c.Message {
 		r.Recorder.Eventf(sg, nil, "Warning", v1.EventReasonOffsetResetRefused, "Reset", "%s", c.Message)

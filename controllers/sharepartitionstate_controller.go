@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -132,25 +133,51 @@ func (r *SharePartitionStateReconciler) Reconcile(ctx context.Context, req ctrl.
 
 // writeStatus fences the partition when the verdict says so and sets its conditions, in one status
 // write conditional on the resourceVersion obj was read at, and only when something changed.
+//
+// The write is a merge patch of what changed, carrying obj's resourceVersion: the operator owns the
+// conditions, observedGeneration and, when it fences, stateEpoch, leader and fencedLeader. It never
+// sends the persister's fields as it happens to hold them, so an object the persister has created but
+// not yet initialized keeps no start offset of the operator's making.
 func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *v1.SharePartitionState, verdict leaderVerdict) error {
 	updated := obj.DeepCopy()
-	if verdict.stale {
+	exhausted := verdict.stale && !canFence(obj)
+	if verdict.stale && !exhausted {
 		fence(updated, verdict)
 	}
 	setObservedConditions(updated)
+	if exhausted {
+		setFenceRefused(updated, verdict)
+	}
 	if equality.Semantic.DeepEqual(obj.Status, updated.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Update(ctx, updated); err != nil {
-		return fmt.Errorf("updating the status of %s: %w", klog.KObj(obj), err)
+	patch := client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
+		return fmt.Errorf("patching the status of %s: %w", klog.KObj(obj), err)
 	}
-	if verdict.stale {
+	switch {
+	case exhausted:
+		r.reportFenceRefused(ctx, obj, updated, verdict)
+	case verdict.stale:
 		fencesTotal.WithLabelValues(verdict.reason).Inc()
 		ctrl.LoggerFrom(ctx).Info("Fenced stale leader", "reason", verdict.reason, "stateEpoch", updated.Status.StateEpoch, "detail", verdict.message)
 		r.reportFence(obj.Status.Leader, updated, verdict)
 	}
 	*obj = *updated
 	return nil
+}
+
+// reportFenceRefused reports, once per change of the condition, a stale leader that cannot be fenced
+// because the state epoch is at its maximum.
+func (r *SharePartitionStateReconciler) reportFenceRefused(ctx context.Context, before, after *v1.SharePartitionState, verdict leaderVerdict) {
+	old := meta.FindStatusCondition(before.Status.Conditions, v1.ConditionFenced)
+	if old != nil && old.Reason == v1.ReasonStateEpochExhausted {
+		return
+	}
+	fencesRefusedTotal.WithLabelValues(v1.ReasonStateEpochExhausted).Inc()
+	c := meta.FindStatusCondition(after.Status.Conditions, v1.ConditionFenced)
+	ctrl.LoggerFrom(ctx).Info("Could not fence stale leader", "reason", verdict.reason, "stateEpoch", after.Status.StateEpoch, "detail", c.Message)
+	r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, v1.EventReasonFenceRefused, "Fence", "%s", c.Message)
 }
 
 // judge decides whether the partition's recorded leader is stale. A stale verdict from the cache is
@@ -177,7 +204,7 @@ func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *v1.Share
 		return leaderVerdict{}, err
 	}
 	verdict = judgeLeader(leader, live, r.Now(), r.NotReadyGrace)
-	if verdict.stale && verdict.reason != v1.ReasonLeaderPodNotReady && leader.PodUID != "" {
+	if verdict.podGone() && leader.PodUID != "" {
 		// Deleted, terminating, finished and replaced pods never come back under the same UID: the
 		// partitions this pod still leads need no further live read.
 		r.gone.add(leader.PodUID, verdict)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
 // leaderVerdict is what the reconciler concluded about a partition's recorded leader.
@@ -50,6 +51,12 @@ func judgeLeader(leader *v1.LeaderRef, pod *corev1.Pod, now time.Time, notReadyG
 	return stale(v1.ReasonLeaderPodNotReady, "leader pod %s (broker %d) has not been Ready since %s", leader.PodName, leader.BrokerID, since.UTC().Format(time.RFC3339))
 }
 
+// podGone reports a stale verdict whose pod can never lead again under its UID: deleted, terminating,
+// finished or replaced (a not-Ready pod may become Ready again).
+func (v leaderVerdict) podGone() bool {
+	return v.stale && v.reason != v1.ReasonLeaderPodNotReady
+}
+
 func stale(reason, format string, args ...any) leaderVerdict {
 	return leaderVerdict{stale: true, reason: reason, message: fmt.Sprintf(format, args...)}
 }
@@ -68,14 +75,38 @@ func notReadySince(pod *corev1.Pod) (since time.Time, ready bool) {
 	return pod.CreationTimestamp.Time, false
 }
 
+// canFence reports whether the partition's state epoch can still be raised. At sharestate.MaxStateEpoch
+// it cannot: raising it would overflow the int32 the wire and the schema hold (spec §9).
+func canFence(obj *v1.SharePartitionState) bool {
+	return obj.Status.StateEpoch < sharestate.MaxStateEpoch
+}
+
 // fence raises the partition's state epoch by one and clears its leader, so every later write from
-// that leader is answered FENCED_STATE_EPOCH, and says why in the Fenced condition.
+// that leader is answered FENCED_STATE_EPOCH, and says why in the Fenced condition. A leader whose pod
+// is gone is also kept as fencedLeader: the persister then refuses that pod's Reads at its old leader
+// epoch, so a terminating broker cannot take the partition back by reading it again. The caller
+// checks canFence first.
 func fence(obj *v1.SharePartitionState, verdict leaderVerdict) {
+	if verdict.podGone() && obj.Status.Leader != nil {
+		fenced := *obj.Status.Leader
+		obj.Status.FencedLeader = &fenced
+	}
 	obj.Status.StateEpoch++
 	obj.Status.Leader = nil
 	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
 		Type: v1.ConditionFenced, Status: metav1.ConditionTrue, Reason: verdict.reason,
 		Message:            fmt.Sprintf("%s; state epoch raised to %d", verdict.message, obj.Status.StateEpoch),
+		ObservedGeneration: obj.Generation,
+	})
+}
+
+// setFenceRefused says in the Fenced condition that the stale leader could not be fenced, and what
+// an administrator does about it.
+func setFenceRefused(obj *v1.SharePartitionState, verdict leaderVerdict) {
+	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonStateEpochExhausted,
+		Message: fmt.Sprintf("%s, but the state epoch is at its maximum (%d) and cannot be raised to fence it; "+
+			"delete the partition's state and initialize it again", verdict.message, obj.Status.StateEpoch),
 		ObservedGeneration: obj.Generation,
 	})
 }

@@ -33,6 +33,9 @@ const (
 	ReasonLeaderPodReplaced = "LeaderPodReplaced"
 	// ReasonLeaderPodNotReady: the recorded leader's pod was not Ready for longer than the grace period.
 	ReasonLeaderPodNotReady = "LeaderPodNotReady"
+	// ReasonStateEpochExhausted: the recorded leader is stale, but the state epoch is at its maximum
+	// (2147483647) and cannot be raised to fence it; or a reset would need a state epoch above it.
+	ReasonStateEpochExhausted = "StateEpochExhausted"
 	// ReasonLeaderAlive: a leader holds the partition.
 	ReasonLeaderAlive = "LeaderAlive"
 	// ReasonNoLeader: no leader has read the state yet.
@@ -67,6 +70,8 @@ const LabelShareGroup = "sharestate.dev/share-group"
 const (
 	// EventReasonFenced: the operator raised a partition's state epoch to fence its stale leader.
 	EventReasonFenced = "Fenced"
+	// EventReasonFenceRefused: a stale leader could not be fenced (the state epoch is at its maximum).
+	EventReasonFenceRefused = "FenceRefused"
 	// EventReasonLeaderChanged: a new leader Read the partition with a higher leader epoch.
 	EventReasonLeaderChanged = "LeaderChanged"
 	// EventReasonOffsetReset: the operator carried out an offset reset of the group.

@@ -35,6 +35,12 @@ func (p *Persister) read(ctx context.Context, group string, topic TopicID, in Re
 		if err != nil {
 			return nil, err
 		}
+		if stored != nil {
+			if o := fencedPod(obj, p.opts.Identity, in.LeaderEpoch); !o.OK() {
+				outcome = o
+				return nil, nil
+			}
+		}
 		next, raised, o := ApplyRead(stored, in, known)
 		outcome, state = o, next
 		if !o.OK() || !raised && p.leaderRecorded(obj, in.LeaderEpoch) {

@@ -89,6 +89,11 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []Outcome {
 		current := stored
 		for i, w := range ops {
 			next, o := ApplyWrite(current, w.req, w.known, p.opts.Limits)
+			if o.OK() {
+				// After the epoch checks: a fenced pod's write at its old state epoch is answered
+				// FENCED_STATE_EPOCH, as spec §9 says; one at the new state epoch is refused here.
+				o = fencedPod(obj, p.opts.Identity, w.req.LeaderEpoch)
+			}
 			outcomes[i] = o
 			if !o.OK() {
 				continue

@@ -89,6 +89,20 @@ func isLeader(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) bool 
 		l.LeaderEpoch == leaderEpoch
 }
 
+// fencedPod refuses a Read or Write from the pod the operator fenced because it is gone (spec §9,
+// status.fencedLeader): the same pod UID at a leader epoch no higher than the one it was fenced at.
+// Without it a terminating broker, told FENCED, would Read again, as Kafka's share-partition leader
+// does, and become the recorded leader once more. A leader epoch above the fenced one is a new
+// leadership that Kafka's controller granted, and is let through.
+func fencedPod(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) Outcome {
+	f := obj.Status.FencedLeader
+	if f == nil || f.PodUID == "" || f.PodUID != id.PodUID || leaderEpoch > f.LeaderEpoch {
+		return Outcome{}
+	}
+	return fail(ErrFencedLeaderEpoch, "pod %s (uid %s) was fenced at leader epoch %d because it is gone; leader epoch %d does not lead",
+		f.PodName, f.PodUID, f.LeaderEpoch, leaderEpoch)
+}
+
 // newObject is a SharePartitionState for the key, owned by its ShareGroup.
 func newObject(namespace string, key partitionKey, owner *v1.ShareGroup) *v1.SharePartitionState {
 	obj := &v1.SharePartitionState{
