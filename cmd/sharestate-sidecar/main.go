@@ -41,12 +41,17 @@ func parseFlags() *flags {
 	})
 	flag.StringVar(&cfg.Identity.PodName, "pod-name", os.Getenv("POD_NAME"), "name of the broker's pod, recorded as the leader (default: $POD_NAME)")
 	flag.StringVar(&cfg.Identity.PodUID, "pod-uid", os.Getenv("POD_UID"), "UID of the broker's pod, recorded as the leader (default: $POD_UID)")
-	flag.Func("max-request-bytes", "largest request accepted, a larger one closes its connection (default 104857600, Kafka's socket.request.max.bytes)",
+	cfg.MaxRequestBytes = kafkawire.DefaultMaxRequestBytes
+	flag.Func("max-request-bytes", "largest request accepted; a larger one closes its connection (default 8388608, 8 MiB: "+
+		"a partition's largest Write, 2000 state batches of 20 bytes, is 40 KB, so this holds over 200 of them in one request)",
 		func(v string) error {
 			n, err := strconv.ParseInt(v, 10, 32)
 			cfg.MaxRequestBytes = int32(n)
 			return err
 		})
+	flag.Int64Var(&cfg.MaxQueuedRequestBytes, "max-queued-request-bytes", 4*kafkawire.DefaultMaxRequestBytes,
+		"request bytes held at once over all connections, from a request's size field until its answer; beyond it, reading waits "+
+			"(Kafka's queued.max.request.bytes; at least --max-request-bytes)")
 	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 10*time.Minute, "close connections idle this long (Kafka's connections.max.idle.ms)")
 	flag.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second,
 		"bound on one request, after which its unfinished partitions are answered COORDINATOR_NOT_AVAILABLE (Kafka's request.timeout.ms)")

@@ -75,13 +75,14 @@ func (c *conn) readLoop() string {
 		}
 		req, err := decodeRecovering(frame)
 		if err != nil {
+			c.s.queued.Release(int64(len(frame)))
 			return c.refuse(err)
 		}
 		c.touch()
 		ex := &exchange{done: make(chan struct{})}
 		c.inFlight.Add(1)
 		requestsInFlight.Inc()
-		go c.s.run(req, ex)
+		go c.s.run(req, ex, int64(len(frame)))
 		c.queue <- ex // blocks while MaxInFlightPerConnection requests are unanswered
 	}
 }
@@ -93,6 +94,8 @@ var (
 
 // readFrame waits for the next request frame and reads it. While waiting it wakes up every idle
 // timeout, and ends the connection only if it really was idle, neither sending nor awaiting anything.
+// The frame's size is taken from the server's budget of queued request bytes before its bytes are
+// read; the caller gives it back once the request is answered, or refused.
 func (c *conn) readFrame() ([]byte, error) {
 	for {
 		if err := c.betweenFrames(); err != nil {
@@ -115,7 +118,42 @@ func (c *conn) readFrame() ([]byte, error) {
 	if err := c.enterFrame(); err != nil {
 		return nil, err
 	}
-	return kafkawire.ReadFrame(c.r, c.s.opts.MaxRequestBytes)
+	size, err := c.peekSize()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.s.queued.Acquire(c.s.ctx, int64(size)); err != nil {
+		return nil, errStopping // the shutdown's deadline passed while this reader waited
+	}
+	// The budget is held from here: the frame's bytes must come within the frame timeout.
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.frameTimeout())); err != nil {
+		c.s.queued.Release(int64(size))
+		return nil, err
+	}
+	frame, err := kafkawire.ReadFrame(c.r, c.s.opts.MaxRequestBytes)
+	if err != nil {
+		c.s.queued.Release(int64(size))
+		return nil, err
+	}
+	return frame, nil
+}
+
+// peekSize returns the size the next frame announces, consuming nothing: a size above the maximum
+// is refused before a byte of its frame is read or counted.
+func (c *conn) peekSize() (int, error) {
+	field, err := c.r.Peek(4)
+	if err != nil {
+		if errors.Is(err, io.EOF) { // a byte was there: the stream ended inside the size field
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	return kafkawire.FrameSize([4]byte(field), c.s.opts.MaxRequestBytes)
+}
+
+// frameTimeout bounds the arrival of a frame's bytes once it has begun.
+func (c *conn) frameTimeout() time.Duration {
+	return min(c.s.opts.IdleTimeout, c.s.opts.RequestTimeout)
 }
 
 // betweenFrames arms the idle deadline, unless the server is stopping.
@@ -129,13 +167,13 @@ func (c *conn) betweenFrames() error {
 	return c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
 }
 
-// enterFrame marks a frame begun: a shutdown lets the reader finish it (bounded by the idle
-// deadline), so a request the client has started to send is still answered.
+// enterFrame marks a frame begun: a shutdown lets the reader finish it (bounded by the frame
+// timeout), so a request the client has started to send is still answered.
 func (c *conn) enterFrame() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inFrame = true
-	return c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	return c.nc.SetReadDeadline(time.Now().Add(c.frameTimeout()))
 }
 
 // stopReading makes the reader stop before its next frame: at once when it is waiting for one.
@@ -209,10 +247,12 @@ func decodeRecovering(frame []byte) (req request, err error) {
 	return decode(frame)
 }
 
-// run serves one request and completes its exchange.
-func (s *Server) run(req request, ex *exchange) {
+// run serves one request and completes its exchange; queuedBytes, its frame's size, goes back to
+// the server's budget of queued request bytes once it is answered.
+func (s *Server) run(req request, ex *exchange, queuedBytes int64) {
 	start := time.Now()
 	defer close(ex.done)
+	defer s.queued.Release(queuedBytes)
 	defer func() {
 		// A panic in the store or in encoding the response, on this goroutine, must not take down every
 		// other connection; this one closes (a nil frame), as after an answer that cannot be given.

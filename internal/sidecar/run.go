@@ -34,6 +34,7 @@ type Config struct {
 	Identity sharestate.Identity
 
 	MaxRequestBytes          int32
+	MaxQueuedRequestBytes    int64
 	IdleTimeout              time.Duration
 	RequestTimeout           time.Duration
 	MaxInFlightPerConnection int
@@ -121,7 +122,8 @@ func newServer(restCfg *rest.Config, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return New(Options{
-		Store: persister, MaxRequestBytes: cfg.MaxRequestBytes, IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
+		Store: persister, MaxRequestBytes: cfg.MaxRequestBytes, MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
+		IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
 		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
 	})
 }

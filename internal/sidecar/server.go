@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
@@ -19,9 +20,15 @@ import (
 type Options struct {
 	// Store answers the five operations.
 	Store sharestate.Store
-	// MaxRequestBytes bounds one request frame (default 100 MiB, Kafka's socket.request.max.bytes);
-	// a larger one closes its connection.
+	// MaxRequestBytes bounds one request frame (default kafkawire.DefaultMaxRequestBytes, 8 MiB, whose
+	// comment shows why that is enough); a larger one closes its connection, and only that one.
 	MaxRequestBytes int32
+	// MaxQueuedRequestBytes bounds the request bytes the server holds at once, over all connections
+	// (default 4 × MaxRequestBytes; never below MaxRequestBytes), as Kafka's queued.max.request.bytes
+	// does. A request counts from its size field, before its bytes are read, until it is answered;
+	// beyond the bound, readers wait. Its bytes must arrive within RequestTimeout (or IdleTimeout, if
+	// shorter) of its size field, so a slow sender holds its share no longer than that.
+	MaxQueuedRequestBytes int64
 	// IdleTimeout closes a connection that has neither sent a request nor awaited a response for this
 	// long (default 10m, Kafka's connections.max.idle.ms).
 	IdleTimeout time.Duration
@@ -41,8 +48,13 @@ func (o *Options) setDefaults() error {
 		return errors.New("sidecar: Options.Store is required")
 	}
 	if o.MaxRequestBytes <= 0 {
-		o.MaxRequestBytes = kafkawire.DefaultMaxFrameBytes
+		o.MaxRequestBytes = kafkawire.DefaultMaxRequestBytes
 	}
+	if o.MaxQueuedRequestBytes <= 0 {
+		o.MaxQueuedRequestBytes = 4 * int64(o.MaxRequestBytes)
+	}
+	// Below one frame's worth, a frame of the largest size could never be read.
+	o.MaxQueuedRequestBytes = max(o.MaxQueuedRequestBytes, int64(o.MaxRequestBytes))
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 10 * time.Minute
 	}
@@ -71,6 +83,9 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// queued is the budget of request bytes held at once (MaxQueuedRequestBytes).
+	queued *semaphore.Weighted
+
 	closing   atomic.Bool
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -85,7 +100,7 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
+		opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, queued: semaphore.NewWeighted(opts.MaxQueuedRequestBytes),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 	}, nil
 }

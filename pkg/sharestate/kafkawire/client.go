@@ -39,7 +39,8 @@ type Options struct {
 	// it (default 9m: below the sidecar's 10m, as Kafka's clients stay below its brokers', so that a
 	// request never races the sidecar closing the connection as idle).
 	IdleTimeout time.Duration
-	// MaxResponseBytes bounds one response (default DefaultMaxFrameBytes).
+	// MaxResponseBytes bounds one response (default DefaultMaxResponseBytes, more than the sidecar's
+	// DefaultMaxRequestBytes: a Read's response carries the batches of every partition it names).
 	MaxResponseBytes int32
 	// ClientID is sent in every request header (default "sharestate-kafkawire").
 	ClientID string
@@ -59,7 +60,7 @@ func (o *Options) setDefaults() error {
 	o.RequestTimeout = orDefault(o.RequestTimeout, 30*time.Second)
 	o.DialTimeout = orDefault(o.DialTimeout, 5*time.Second)
 	o.IdleTimeout = orDefault(o.IdleTimeout, 9*time.Minute)
-	o.MaxResponseBytes = orDefault(o.MaxResponseBytes, DefaultMaxFrameBytes)
+	o.MaxResponseBytes = orDefault(o.MaxResponseBytes, DefaultMaxResponseBytes)
 	if o.ClientID == "" {
 		o.ClientID = "sharestate-kafkawire"
 	}

@@ -1,16 +1,36 @@
 package kafkawire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 )
 
-// DefaultMaxFrameBytes is Kafka's socket.request.max.bytes (100 MiB): the largest request the sidecar
-// reads and the largest response the client reads.
-const DefaultMaxFrameBytes = 100 << 20
+// DefaultMaxRequestBytes is the largest request the sidecar reads by default: 8 MiB. Kafka's brokers
+// take up to socket.request.max.bytes (100 MiB) on any listener; the sidecar only serves the five
+// share-state requests, and those are small. A state batch is 20 bytes on the wire (firstOffset int64,
+// lastOffset int64, deliveryState int8, deliveryCount int16, a tagged-field byte), and a Write carries
+// at most 2000 of them per partition (sharestate.DefaultLimits.MaxBatchesPerWrite, Kafka's default
+// in-flight window), about 27 bytes of partition fields besides: 40 KB for a partition's largest Write.
+// Kafka's persister combines into one request the writes of a group that queued for a coordinator
+// while its previous Write was in flight (PersisterStateManager.generateRequests,
+// share/src/main/java/org/apache/kafka/server/share/persister/PersisterStateManager.java at
+// 079884b2198586d4c6ab9f8f6de4754e172e4341), so a request may carry many partitions: 8 MiB holds over
+// 200 partitions' largest writes at once (over 40 even at the CRD's 10000 batches a partition).
+// Read, ReadSummary, Initialize and Delete take under 20 bytes a partition: 8 MiB is hundreds of
+// thousands of partitions.
+//
+// A request the sidecar reads costs it a few times its size once decoded (Go structs of the batches,
+// then the store's copy), so this bound is also what one connection can make it hold per request.
+const DefaultMaxRequestBytes = 8 << 20
+
+// DefaultMaxResponseBytes is the largest response the client reads by default: 100 MiB, Kafka's
+// socket.request.max.bytes. Responses are bounded by what the sidecar stores, not by what the client
+// sends: a Read of many partitions is answered with every batch each one holds (up to the CRD's
+// 10000 a partition, 200 KB), so a Read of a broker's thousands of partitions can be tens of MiB.
+// The client trusts its sidecar, which runs in its own pod; the bound only stops a corrupt stream.
+const DefaultMaxResponseBytes = 100 << 20
 
 // FrameSizeError is a frame whose size field is negative or above the reader's maximum. The stream
 // cannot be resynchronised after it: the connection must be closed.
@@ -27,8 +47,10 @@ func (e *FrameSizeError) Error() string {
 }
 
 // directRead is the largest frame read into a buffer of its announced size at once. A larger frame's
-// buffer grows as its bytes arrive, so that a size field alone, which costs a peer four bytes, never
-// makes the reader allocate more than about twice what it was actually sent.
+// buffer doubles as its bytes arrive, up to exactly its size, so that a size field alone, which costs
+// a peer four bytes, never makes the reader allocate more than directRead before the bytes come: the
+// buffers of one frame add up to less than four times the bytes received, and the frame returned
+// holds no spare capacity.
 const directRead = 64 << 10
 
 // ReadFrame reads one frame of Kafka's framing: a big-endian int32 size, then that many bytes, which
@@ -39,27 +61,33 @@ func ReadFrame(r io.Reader, maxSize int32) ([]byte, error) {
 	if _, err := io.ReadFull(r, sizeField[:]); err != nil {
 		return nil, err
 	}
-	size := int32(binary.BigEndian.Uint32(sizeField[:]))
-	if size < 0 || size > maxSize {
-		return nil, &FrameSizeError{Size: size, Max: maxSize}
-	}
-	if size <= directRead {
-		frame := make([]byte, size)
-		if _, err := io.ReadFull(r, frame); err != nil {
-			return nil, unexpected(err)
-		}
-		return frame, nil
-	}
-	var buf bytes.Buffer
-	buf.Grow(directRead)
-	n, err := buf.ReadFrom(io.LimitReader(r, int64(size)))
+	size, err := FrameSize(sizeField, maxSize)
 	if err != nil {
+		return nil, err
+	}
+	frame := make([]byte, min(size, directRead))
+	if _, err := io.ReadFull(r, frame); err != nil {
 		return nil, unexpected(err)
 	}
-	if n < int64(size) {
-		return nil, io.ErrUnexpectedEOF
+	for len(frame) < size {
+		grown := make([]byte, min(2*len(frame), size))
+		received := copy(grown, frame)
+		frame = nil // the old buffer is garbage while the new one fills
+		if _, err := io.ReadFull(r, grown[received:]); err != nil {
+			return nil, unexpected(err)
+		}
+		frame = grown
 	}
-	return buf.Bytes(), nil
+	return frame, nil
+}
+
+// FrameSize checks a frame's size field against maxSize and returns the size it announces.
+func FrameSize(sizeField [4]byte, maxSize int32) (int, error) {
+	size := int32(binary.BigEndian.Uint32(sizeField[:]))
+	if size < 0 || size > maxSize {
+		return 0, &FrameSizeError{Size: size, Max: maxSize}
+	}
+	return int(size), nil
 }
 
 // unexpected turns an EOF inside a frame into io.ErrUnexpectedEOF, so that io.EOF only ever means a

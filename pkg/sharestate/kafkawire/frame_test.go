@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"runtime"
 	"testing"
 )
@@ -56,19 +57,77 @@ func TestReadFrame(t *testing.T) {
 	}
 }
 
-// A size field claims 100 MiB and four bytes follow: the reader must not allocate the claim.
-func TestReadFrameDoesNotAllocateWhatTheSizeClaims(t *testing.T) {
-	input := append(binary.BigEndian.AppendUint32(nil, DefaultMaxFrameBytes), 1, 2, 3, 4)
+// allocatedBy returns the bytes of heap that f allocates, counting garbage too.
+func allocatedBy(f func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for range 10 {
-		if _, err := ReadFrame(bytes.NewReader(input), DefaultMaxFrameBytes); !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("error %v", err)
-		}
-	}
+	f()
 	runtime.ReadMemStats(&after)
-	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 10<<20 {
-		t.Fatalf("10 reads of a 4-byte frame claiming 100 MiB allocated %d bytes", allocated)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A size field claims a large frame and only some of its bytes follow: the reader allocates in
+// proportion to the bytes that came (under four times them, plus the first directRead), never the
+// claim.
+func TestReadFrameDoesNotAllocateWhatTheSizeClaims(t *testing.T) {
+	cases := []struct {
+		name  string
+		claim int32
+		sent  int
+	}{
+		{"the largest size field, four bytes", math.MaxInt32, 4},
+		{"the default request limit, four bytes", DefaultMaxRequestBytes, 4},
+		{"the default response limit, 1 MiB", DefaultMaxResponseBytes, 1 << 20},
+		{"8 MiB, all but one byte", 8 << 20, 8<<20 - 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			input := append(binary.BigEndian.AppendUint32(nil, uint32(tc.claim)), make([]byte, tc.sent)...)
+			const reads = 5
+			allocated := allocatedBy(func() {
+				for range reads {
+					if _, err := ReadFrame(bytes.NewReader(input), tc.claim); !errors.Is(err, io.ErrUnexpectedEOF) {
+						t.Fatalf("error %v, want io.ErrUnexpectedEOF", err)
+					}
+				}
+			})
+			if limit := uint64(reads * (4*tc.sent + directRead + 1024)); allocated > limit {
+				t.Fatalf("%d reads of %d bytes of a frame claiming %d allocated %d bytes, over %d", reads, tc.sent, tc.claim, allocated, limit)
+			}
+		})
+	}
+}
+
+// trickle is a reader that hands out at most n bytes a call, as a socket does.
+type trickle struct {
+	r io.Reader
+	n int
+}
+
+func (t *trickle) Read(p []byte) (int, error) { return t.r.Read(p[:min(len(p), t.n)]) }
+
+// A large frame that is allowed arrives in small reads: reading it allocates under four times its
+// size in all, and the frame returned holds no spare capacity.
+func TestReadFrameAllocatesInProportionToTheFrame(t *testing.T) {
+	for _, size := range []int{directRead + 1, 3*directRead + 5, DefaultMaxRequestBytes} {
+		payload := bytes.Repeat([]byte{7}, size)
+		input := framed(payload)
+		var frame []byte
+		allocated := allocatedBy(func() {
+			var err error
+			if frame, err = ReadFrame(&trickle{r: bytes.NewReader(input), n: 4096}, int32(size)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if !bytes.Equal(frame, payload) {
+			t.Fatalf("a frame of %d bytes read back as %d different bytes", size, len(frame))
+		}
+		if cap(frame) != size {
+			t.Fatalf("a frame of %d bytes holds %d", size, cap(frame))
+		}
+		if limit := uint64(4*size + 1024); allocated > limit {
+			t.Fatalf("reading a frame of %d bytes allocated %d bytes, over %d", size, allocated, limit)
+		}
 	}
 }
 
@@ -76,7 +135,7 @@ func TestReadFrameDoesNotAllocateWhatTheSizeClaims(t *testing.T) {
 // one the size field announces, nor holds memory out of proportion to what it was given.
 func FuzzReadFrame(f *testing.F) {
 	f.Add(framed([]byte("hello")), int32(100))
-	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 1}, int32(DefaultMaxFrameBytes))
+	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 1}, int32(DefaultMaxResponseBytes))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff}, int32(10))
 	f.Fuzz(func(t *testing.T, input []byte, maxSize int32) {
 		frame, err := ReadFrame(bytes.NewReader(input), maxSize)
