@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/controllers"
+	"github.com/sharestate/sharestate-operator/internal/metricsauth"
 )
 
 // Options configure the operator.
@@ -140,7 +140,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 func metricsOptions(opts Options) metricsserver.Options {
 	m := metricsserver.Options{BindAddress: opts.MetricsBindAddress, SecureServing: opts.SecureMetrics}
 	if opts.SecureMetrics {
-		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// Not filters.WithAuthenticationAndAuthorization, which answers 500 to a token the API server
+		// refuses: metricsauth answers 401, as the API server does.
+		m.FilterProvider = metricsauth.FilterProvider
 	}
 	if !opts.EnableHTTP2 {
 		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
