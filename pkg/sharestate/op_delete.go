@@ -16,15 +16,13 @@ func (p *Persister) delete(ctx context.Context, group string, topic TopicID, in 
 	if o := CheckKeyInput(topic, in.Partition); !o.OK() {
 		return o
 	}
-	ctx, cancel := p.operationContext(ctx)
-	defer cancel()
 	if o := p.checkKnown(ctx, group, topic, in.Partition); !o.OK() {
 		return o
 	}
 	key := partitionKey{group: group, topic: topic, partition: in.Partition}
 	s := p.slots.get(key)
 	defer s.remember(nil)
-	obj, err := p.getWithRetry(ctx, key)
+	obj, err := p.getWithRetry(ctx, p.opts.BulkClient, key)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -33,7 +31,7 @@ func (p *Persister) delete(ctx context.Context, group string, topic TopicID, in 
 	}
 	uid := obj.UID
 	err = p.withRetry(ctx, "delete", func(ctx context.Context) error {
-		return p.opts.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+		return p.opts.BulkClient.Delete(ctx, obj, client.Preconditions{UID: &uid})
 	})
 	switch classify(err) {
 	case classOK, classNotFound:

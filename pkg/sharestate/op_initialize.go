@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
@@ -21,8 +22,6 @@ func (p *Persister) initialize(ctx context.Context, group string, topic TopicID,
 	if o := CheckInitializeInput(topic, in); !o.OK() {
 		return o
 	}
-	ctx, cancel := p.operationContext(ctx)
-	defer cancel()
 	known, err := p.topology.known(ctx, group, topic, in.Partition)
 	if err != nil {
 		return unavailable(err)
@@ -54,7 +53,7 @@ func (p *Persister) initialize(ctx context.Context, group string, topic TopicID,
 	s := p.slots.get(key)
 	var start *v1.SharePartitionState // nil: read first; Initialize is rare, so always read
 	for range 3 {
-		obj, result, err := p.updateLoop(ctx, key, start, compute)
+		obj, result, err := p.updateLoop(ctx, p.opts.BulkClient, key, start, compute)
 		if errors.Is(err, errNoObject) {
 			if start, err = p.createObject(ctx, key); err != nil {
 				return createFailure(err)
@@ -93,12 +92,12 @@ func (p *Persister) createObject(ctx context.Context, key partitionKey) (*v1.Sha
 		return nil, err
 	}
 	obj := newObject(p.opts.Namespace, key, owner)
-	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.Client.Create(ctx, obj) })
+	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.BulkClient.Create(ctx, obj) })
 	switch classify(err) {
 	case classOK:
 		return obj, nil
 	case classExists:
-		return p.getWithRetry(ctx, key)
+		return p.getWithRetry(ctx, p.opts.BulkClient, key)
 	default:
 		return nil, fmt.Errorf("creating the SharePartitionState: %w", err)
 	}
@@ -107,7 +106,7 @@ func (p *Persister) createObject(ctx context.Context, key partitionKey) (*v1.Sha
 // ensureShareGroup returns the group's ShareGroup, creating one that declares nothing, under the
 // derived name, if there is none.
 func (p *Persister) ensureShareGroup(ctx context.Context, group string) (*v1.ShareGroup, error) {
-	sg, err := findShareGroup(ctx, p.opts.Client, p.opts.Namespace, group, p.withRetry)
+	sg, err := findShareGroup(ctx, p.opts.BulkClient, p.opts.Namespace, group, p.withRetry)
 	if err != nil || sg != nil {
 		return sg, err
 	}
@@ -115,11 +114,11 @@ func (p *Persister) ensureShareGroup(ctx context.Context, group string) (*v1.Sha
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Namespace, Name: v1.ShareGroupName(group)},
 		Spec:       v1.ShareGroupSpec{GroupID: v1.GroupID(group)},
 	}
-	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.Client.Create(ctx, sg) })
+	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.BulkClient.Create(ctx, sg) })
 	if classify(err) == classExists {
 		// Another persister created it meanwhile, or the name is held by a ShareGroup of another
 		// group id, which findShareGroup does not return.
-		found, err := findShareGroup(ctx, p.opts.Client, p.opts.Namespace, group, p.withRetry)
+		found, err := findShareGroup(ctx, p.opts.BulkClient, p.opts.Namespace, group, p.withRetry)
 		if err == nil && found == nil {
 			return nil, fmt.Errorf("%w: ShareGroup %s/%s declares another group id; create a ShareGroup "+
 				"with spec.groupId %q under another name", errGroupNameTaken, sg.Namespace, sg.Name, group)
@@ -149,10 +148,10 @@ func (p *Persister) withRetry(ctx context.Context, verb string, request func(con
 }
 
 // getWithRetry reads the partition's object (nil: none), retrying while the API server is unavailable.
-func (p *Persister) getWithRetry(ctx context.Context, key partitionKey) (*v1.SharePartitionState, error) {
+func (p *Persister) getWithRetry(ctx context.Context, c client.Reader, key partitionKey) (*v1.SharePartitionState, error) {
 	var bo backoff
 	for {
-		obj, err := p.getObject(ctx, key)
+		obj, err := p.getObject(ctx, c, key)
 		if err == nil || classify(err) != classRetriable || !bo.wait(ctx) {
 			return obj, err
 		}

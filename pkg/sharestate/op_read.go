@@ -20,8 +20,6 @@ func (p *Persister) read(ctx context.Context, group string, topic TopicID, in Re
 	if o := CheckReadInput(topic, in); !o.OK() {
 		return fail(o)
 	}
-	ctx, cancel := p.operationContext(ctx)
-	defer cancel()
 	known, err := p.topology.known(ctx, group, topic, in.Partition)
 	if err != nil {
 		return fail(unavailable(err))
@@ -52,7 +50,7 @@ func (p *Persister) read(ctx context.Context, group string, topic TopicID, in Re
 		return write, nil
 	}
 	s := p.slots.get(partitionKey{group: group, topic: topic, partition: in.Partition})
-	obj, result, err := p.updateLoop(ctx, s.key, s.cachedObject(), compute)
+	obj, result, err := p.updateLoop(ctx, p.opts.BulkClient, s.key, s.cachedObject(), compute)
 	if !loopEnded(result) {
 		s.remember(nil)
 		return fail(p.outcomeOf(s.key, result, err))

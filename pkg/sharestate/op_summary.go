@@ -18,13 +18,11 @@ func (p *Persister) readSummary(ctx context.Context, group string, topic TopicID
 	if o := CheckKeyInput(topic, in.Partition); !o.OK() {
 		return fail(o)
 	}
-	ctx, cancel := p.operationContext(ctx)
-	defer cancel()
 	if o := p.checkKnown(ctx, group, topic, in.Partition); !o.OK() {
 		return fail(o)
 	}
 	key := partitionKey{group: group, topic: topic, partition: in.Partition}
-	obj, err := p.getWithRetry(ctx, key)
+	obj, err := p.getWithRetry(ctx, p.opts.BulkClient, key)
 	if err != nil {
 		return fail(unavailable(err))
 	}

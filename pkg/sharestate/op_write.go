@@ -16,7 +16,7 @@ func (p *Persister) write(ctx context.Context, group string, topic TopicID, in W
 	if o := CheckWriteInput(topic, in, p.opts.Limits); !o.OK() {
 		return o
 	}
-	known, err := p.knownWithin(ctx, group, topic, in.Partition)
+	known, err := p.topology.known(ctx, group, topic, in.Partition)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -41,7 +41,8 @@ func (p *Persister) write(ctx context.Context, group string, topic TopicID, in W
 	case o := <-w.done:
 		return o
 	case <-ctx.Done():
-		// The write may still be applied: the caller only stops waiting, and is told it is unknown.
+		// The operation's time is up, perhaps spent queued behind a stalled update. The write may
+		// still be applied: the caller only stops waiting, and is told it is unknown.
 		return unavailable(ctx.Err())
 	}
 }
@@ -109,7 +110,7 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []Outcome {
 		}
 		return write, nil
 	}
-	obj, result, err := p.updateLoop(ctx, s.key, s.cachedObject(), compute)
+	obj, result, err := p.updateLoop(ctx, p.opts.Client, s.key, s.cachedObject(), compute)
 	if !loopEnded(result) {
 		s.remember(nil)
 		o := p.outcomeOf(s.key, result, err)
@@ -120,12 +121,4 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []Outcome {
 	}
 	s.remember(obj)
 	return outcomes
-}
-
-// knownWithin answers spec §6 within the operation's time (the lookup retries while the API server
-// is unavailable; a caller without a deadline must not wait forever).
-func (p *Persister) knownWithin(ctx context.Context, group string, topic TopicID, partition int32) (bool, error) {
-	ctx, cancel := p.operationContext(ctx)
-	defer cancel()
-	return p.topology.known(ctx, group, topic, partition)
 }

@@ -23,6 +23,11 @@ type Options struct {
 	// Client talks to the API server. It must read from the API server itself (client.New), not
 	// from a cache: fencing decisions are never taken from a stale cache.
 	Client client.Client
+	// BulkClient, when set, serves Read, Initialize, Delete and ReadSummary, and Client serves Write
+	// (and the group lookups writes need). Give it a client-side rate limiter of its own: a broker's
+	// Read of thousands of partitions after a failover then never queues the Writes of the partitions
+	// it already leads behind it. Like Client, it must not read from a cache. Default: Client.
+	BulkClient client.Client
 	// Namespace holds the ShareGroups and SharePartitionStates.
 	Namespace string
 	// Identity is recorded as the leader of the partitions this persister reads and writes.
@@ -39,9 +44,14 @@ type Options struct {
 	// MaxCachedPartitions bounds the partitions whose last object is kept to skip a GET before a write
 	// (default 10000); idle ones are evicted beyond it.
 	MaxCachedPartitions int
+	// MaxCacheBytes bounds the memory the cached objects take, as estimated from their stored batches
+	// (default DefaultMaxCacheBytes); beyond it idle partitions' objects are dropped, and their next
+	// write reads the object first.
+	MaxCacheBytes int64
 	// RequestTimeout bounds one API request (default 10s).
 	RequestTimeout time.Duration
-	// OperationTimeout bounds the retries of one operation on a partition, after which it is answered
+	// OperationTimeout bounds one request: every partition of it is answered within it, retries and
+	// time queued behind another update included; one that is not done by then is answered
 	// COORDINATOR_NOT_AVAILABLE (default 15s).
 	OperationTimeout time.Duration
 	// TopologyTTL is how long a ShareGroup's declared topics are trusted before they are read again
@@ -64,12 +74,16 @@ func (o *Options) setDefaults() error {
 	if o.Identity.BrokerID < 0 {
 		return fmt.Errorf("sharestate: broker id %d is negative", o.Identity.BrokerID)
 	}
+	if o.BulkClient == nil {
+		o.BulkClient = o.Client
+	}
 	if o.Limits == (Limits{}) {
 		o.Limits = DefaultLimits
 	}
 	setDefault(&o.MaxWritesPerUpdate, 256)
 	setDefault(&o.MaxPendingWrites, 4096)
 	setDefault(&o.MaxCachedPartitions, 10000)
+	setDefault(&o.MaxCacheBytes, DefaultMaxCacheBytes)
 	setDefault(&o.RequestTimeout, 10*time.Second)
 	setDefault(&o.OperationTimeout, 15*time.Second)
 	setDefault(&o.TopologyTTL, 10*time.Second)
@@ -82,7 +96,12 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-func setDefault[T int | time.Duration](v *T, def T) {
+// DefaultMaxCacheBytes is the default bound of the persister's cache: 128 MiB. The chart limits the
+// sidecar to 512 MiB; the Go runtime may let the heap grow to twice what is live before it collects,
+// which leaves room for the requests in flight and the process itself.
+const DefaultMaxCacheBytes int64 = 128 << 20
+
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}

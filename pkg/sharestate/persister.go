@@ -35,7 +35,7 @@ func New(opts Options) (*Persister, error) {
 	}
 	p := &Persister{
 		opts:    opts,
-		slots:   newSlotTable(opts.MaxCachedPartitions),
+		slots:   newSlotTable(opts.MaxCachedPartitions, opts.MaxCacheBytes),
 		metrics: newPersisterMetrics(),
 		log:     opts.Logger,
 	}
@@ -47,6 +47,8 @@ func New(opts Options) (*Persister, error) {
 // epoch, nothing at an equal one. It creates the SharePartitionState, and the group's ShareGroup if
 // there is none, which then owns it.
 func (p *Persister) Initialize(ctx context.Context, req InitializeRequest) InitializeResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
 	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in InitializePartition) PartitionResult {
 		return p.answer("initialize", in.Partition, p.initialize(ctx, req.GroupID, topic, in))
 	})
@@ -55,6 +57,8 @@ func (p *Persister) Initialize(ctx context.Context, req InitializeRequest) Initi
 // Read returns each partition's state (spec §5), first storing a higher leader epoch, which fences
 // older leaders, and recording this persister's broker as the leader.
 func (p *Persister) Read(ctx context.Context, req ReadRequest) ReadResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
 	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in ReadPartition) ReadResult {
 		res := p.read(ctx, req.GroupID, topic, in)
 		res.PartitionResult = p.answer("read", in.Partition, Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
@@ -65,6 +69,8 @@ func (p *Persister) Read(ctx context.Context, req ReadRequest) ReadResponse {
 // Write combines each partition's new state batches into its stored state (spec §5, §7). Writes of one
 // partition that arrive while an update of it is in flight go together into the next update.
 func (p *Persister) Write(ctx context.Context, req WriteRequest) WriteResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
 	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in WritePartition) PartitionResult {
 		start := time.Now()
 		o := p.write(ctx, req.GroupID, topic, in)
@@ -75,6 +81,8 @@ func (p *Persister) Write(ctx context.Context, req WriteRequest) WriteResponse {
 
 // Delete removes each partition's state; deleting what does not exist succeeds.
 func (p *Persister) Delete(ctx context.Context, req DeleteRequest) DeleteResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
 	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in DeletePartition) PartitionResult {
 		return p.answer("delete", in.Partition, p.delete(ctx, req.GroupID, topic, in))
 	})
@@ -83,6 +91,8 @@ func (p *Persister) Delete(ctx context.Context, req DeleteRequest) DeleteRespons
 // ReadSummary returns each partition's epochs, start offset and delivery-complete count; a partition
 // with no state is not an error (spec §5). It never writes.
 func (p *Persister) ReadSummary(ctx context.Context, req ReadSummaryRequest) ReadSummaryResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
 	return fanOut(ctx, req, func(ctx context.Context, topic TopicID, in ReadSummaryPartition) ReadSummaryResult {
 		res := p.readSummary(ctx, req.GroupID, topic, in)
 		res.PartitionResult = p.answer("read_summary", in.Partition, Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
@@ -138,7 +148,9 @@ func checkGroup(group string) Outcome {
 	return Outcome{}
 }
 
-// operationContext bounds one partition's operation, retries included.
+// operationContext bounds a request, retries included, by OperationTimeout. The whole request shares
+// the one deadline: every partition is answered within it, however many partitions wait for their
+// turn or queue behind another update of theirs.
 func (p *Persister) operationContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, p.opts.OperationTimeout)
 }

@@ -133,14 +133,23 @@ func TestApplyInitializeAndSummary(t *testing.T) {
 		t.Errorf("equal state epoch must keep the state: %v %v %+v", o, reset, next)
 	}
 	next, reset, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 3, StartOffset: -1}, true)
-	if !o.OK() || !reset || next.StateEpoch != 3 || next.LeaderEpoch != 0 || next.StartOffset != -1 || next.DeliveryCompleteCount != -1 {
-		t.Errorf("reset: %v %v %+v", o, reset, next)
+	if !o.OK() || !reset || next.StateEpoch != 3 || next.LeaderEpoch != 3 || next.StartOffset != -1 || next.DeliveryCompleteCount != -1 {
+		t.Errorf("reset (keeping the leader epoch, spec §5): %v %v %+v", o, reset, next)
+	}
+	if next, _, _ := ApplyInitialize(nil, InitializePartition{StateEpoch: 3}, true); next.LeaderEpoch != 0 {
+		t.Errorf("a new state starts at leader epoch 0: %+v", next)
 	}
 	if next, _, _ := ApplyInitialize(nil, InitializePartition{StateEpoch: 0, StartOffset: 5}, true); next.DeliveryCompleteCount != 0 {
 		t.Errorf("a set start offset starts the count at 0: %+v", next)
 	}
 	if o := CheckInitializeInput(testTopic, InitializePartition{StateEpoch: -1}); o.Code != ErrInvalidRequest {
 		t.Errorf("negative state epoch: %s", o.Code)
+	}
+	if o := CheckInitializeInput(testTopic, InitializePartition{StateEpoch: MaxStateEpoch}); o.Code != ErrInvalidRequest {
+		t.Errorf("a state epoch with no room for a fence: %s", o.Code)
+	}
+	if o := CheckInitializeInput(testTopic, InitializePartition{StateEpoch: MaxStateEpoch - 1}); !o.OK() {
+		t.Errorf("the highest state epoch with room for a fence: %s", o.Code)
 	}
 
 	if s := SummaryOf(nil); s.StateEpoch != 0 || s.LeaderEpoch != 0 || s.StartOffset != -1 || s.DeliveryCompleteCount != -1 {

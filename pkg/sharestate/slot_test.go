@@ -25,7 +25,7 @@ func TestSlotQueueIsBounded(t *testing.T) {
 }
 
 func TestSlotTableEvictsOnlyIdleSlots(t *testing.T) {
-	table := newSlotTable(10)
+	table := newSlotTable(10, 1<<30)
 	busy := table.get(partitionKey{group: "busy"})
 	busy.enqueue(&pendingWrite{done: make(chan Outcome, 1)}, 10)
 	for i := range 50 {

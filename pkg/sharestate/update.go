@@ -40,13 +40,13 @@ const (
 // updateLoop runs compute against the partition's object until compute's write is applied, or it
 // needs no write on a fresh read. cached is the object to begin from, or nil to read it first. It
 // returns the object as last seen (written or read), how the loop ended, and the error behind it.
-func (p *Persister) updateLoop(ctx context.Context, key partitionKey, cached *v1.SharePartitionState, compute computeFunc) (*v1.SharePartitionState, updateResult, error) {
+func (p *Persister) updateLoop(ctx context.Context, c client.Client, key partitionKey, cached *v1.SharePartitionState, compute computeFunc) (*v1.SharePartitionState, updateResult, error) {
 	obj, fresh, needRead := cached, false, cached == nil
 	var bo backoff
 	conflicts := 0
 	for {
 		if needRead {
-			got, err := p.getObject(ctx, key)
+			got, err := p.getObject(ctx, c, key)
 			if err != nil {
 				if classify(err) == classRetriable && bo.wait(ctx) {
 					continue
@@ -70,7 +70,7 @@ func (p *Persister) updateLoop(ctx context.Context, key partitionKey, cached *v1
 		}
 		write.Status.LastWriteID = newWriteID()
 		sent := sentUpdate{uid: write.UID, resourceVersion: write.ResourceVersion, writeID: write.Status.LastWriteID}
-		updated, err := p.updateStatus(ctx, write)
+		updated, err := p.updateStatus(ctx, c, write)
 		switch classify(err) {
 		case classOK:
 			return updated, updateWritten, nil
@@ -81,7 +81,7 @@ func (p *Persister) updateLoop(ctx context.Context, key partitionKey, cached *v1
 			}
 			needRead = true
 		case classRetriable:
-			current, applied, err := p.afterLostAnswer(ctx, key, sent, &bo)
+			current, applied, err := p.afterLostAnswer(ctx, c, key, sent, &bo)
 			switch {
 			case err != nil:
 				return nil, updateUnknown, err
@@ -102,12 +102,12 @@ func (p *Persister) updateLoop(ctx context.Context, key partitionKey, cached *v1
 // Otherwise it cannot be told whether it was applied and then overwritten, and err says so. Retrying
 // blindly would be wrong: an update applied, then overtaken by a fence, then computed again, would
 // answer FENCED for a write that in fact landed.
-func (p *Persister) afterLostAnswer(ctx context.Context, key partitionKey, sent sentUpdate, bo *backoff) (current *v1.SharePartitionState, applied bool, err error) {
+func (p *Persister) afterLostAnswer(ctx context.Context, c client.Client, key partitionKey, sent sentUpdate, bo *backoff) (current *v1.SharePartitionState, applied bool, err error) {
 	for {
 		if !bo.wait(ctx) {
 			return nil, false, fmt.Errorf("the answer to a status update was lost: %w", ctx.Err())
 		}
-		current, err := p.getObject(ctx, key)
+		current, err := p.getObject(ctx, c, key)
 		if err != nil {
 			if classify(err) == classRetriable {
 				continue
@@ -134,11 +134,11 @@ type sentUpdate struct {
 }
 
 // getObject reads the partition's object from the API server; nil when it does not exist.
-func (p *Persister) getObject(ctx context.Context, key partitionKey) (*v1.SharePartitionState, error) {
+func (p *Persister) getObject(ctx context.Context, c client.Reader, key partitionKey) (*v1.SharePartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
 	var obj v1.SharePartitionState
-	err := p.opts.Client.Get(ctx, client.ObjectKey{Namespace: p.opts.Namespace, Name: key.objectName()}, &obj)
+	err := c.Get(ctx, client.ObjectKey{Namespace: p.opts.Namespace, Name: key.objectName()}, &obj)
 	p.metrics.apiRequest("get", err)
 	switch classify(err) {
 	case classOK:
@@ -151,10 +151,10 @@ func (p *Persister) getObject(ctx context.Context, key partitionKey) (*v1.ShareP
 }
 
 // updateStatus writes the object's status, conditional on its resourceVersion.
-func (p *Persister) updateStatus(ctx context.Context, obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+func (p *Persister) updateStatus(ctx context.Context, c client.Client, obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
-	err := p.opts.Client.Status().Update(ctx, obj)
+	err := c.Status().Update(ctx, obj)
 	p.metrics.apiRequest("update_status", err)
 	if err != nil {
 		return nil, err
