@@ -166,3 +166,28 @@ func TestFencedTerminatingPodCannotLeadAgain(t *testing.T) {
 	}
 	_ = corev1.PodRunning
 }
+
+// A reset needs a state epoch above every partition's that Initialize still accepts: at the top it is
+// refused with a condition, and nothing is recorded or initialized.
+func TestOffsetResetRefusedAtTheHighestStateEpoch(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	sg := declaredGroup(t, ns, "g", 1)
+	p := persisterFor(t, ns, 1, brokerPod(t, ns, "broker-1", true), "")
+	initialize(t, p, "g", 0, math.MaxInt32-1, 7)
+	requestReset(t, sg, "top", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToEarliest})
+	testenv.Eventually(t, 10*time.Second, func() error {
+		g := getGroup(t, sg)
+		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionOffsetReset)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonStateEpochExhausted {
+			return fmt.Errorf("condition %+v", c)
+		}
+		if g.Status.LastOffsetReset != nil {
+			return fmt.Errorf("a refused reset was recorded: %+v", g.Status.LastOffsetReset)
+		}
+		return nil
+	})
+	if obj := getSPS(t, spsKey(ns, "g", 0)); obj.Status.StateEpoch != math.MaxInt32-1 || obj.Status.StartOffset != 7 {
+		t.Fatalf("the partition changed: %+v", obj.Status)
+	}
+}
