@@ -150,40 +150,6 @@ func measureFence(ctx context.Context, cfg *rest.Config, c client.WithWatch, ns 
 	return end.Sub(start), nil
 }
 
-// waitFor watches the namespace's partitions until want holds for n of them; it returns when the
-// last one was seen.
-func waitFor(ctx context.Context, c client.WithWatch, ns string, n int, want func(*v1.SharePartitionState) bool) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var list v1.SharePartitionStateList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return time.Time{}, err
-	}
-	done := map[string]bool{}
-	for i := range list.Items {
-		if want(&list.Items[i]) {
-			done[list.Items[i].Name] = true
-		}
-	}
-	if len(done) >= n {
-		return time.Now(), nil
-	}
-	w, err := c.Watch(ctx, &v1.SharePartitionStateList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		if sps, ok := ev.Object.(*v1.SharePartitionState); ok && want(sps) {
-			done[sps.Name] = true
-			if len(done) >= n {
-				return time.Now(), nil
-			}
-		}
-	}
-	return time.Time{}, fmt.Errorf("%d of %d: %w", len(done), n, ctx.Err())
-}
-
 // measureRaw times one status update of each partition (raising the state epoch) with workers
 // goroutines, from objects read beforehand, as the operator's cache would have them.
 func measureRaw(ctx context.Context, c client.Client, _ *runtime.Scheme, ns string, workers int) (time.Duration, error) {

@@ -1,0 +1,4 @@
+package fencebench
+
+// WaitFor is waitFor, for the tests of the package's watch.
+var WaitFor = waitFor
