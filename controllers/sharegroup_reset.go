@@ -14,62 +14,6 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
-// resetTarget is one partition an offset reset initializes, with its new start offset.
-type resetTarget struct {
-	topic       sharestate.TopicID
-	partition   int32
-	startOffset int64
-}
-
-// resetTargets lists the partitions the group's reset request names, or says what it names that the
-// group does not declare.
-func resetTargets(sg *v1.ShareGroup) ([]resetTarget, error) {
-	declared := make(map[v1.TopicID]int32, len(sg.Spec.Topics))
-	for _, t := range sg.Spec.Topics {
-		declared[t.TopicID] = t.Partitions
-	}
-	var targets []resetTarget
-	for _, t := range sg.Spec.OffsetReset.Topics {
-		count, ok := declared[t.TopicID]
-		if !ok {
-			return nil, fmt.Errorf("topic %s is not declared in spec.topics", t.TopicID)
-		}
-		id, err := sharestate.ParseTopicID(string(t.TopicID))
-		if err != nil {
-			return nil, err
-		}
-		start := startOffsetOf(t)
-		partitions := t.Partitions
-		if len(partitions) == 0 {
-			for p := range count {
-				targets = append(targets, resetTarget{topic: id, partition: p, startOffset: start})
-			}
-			continue
-		}
-		for _, p := range partitions {
-			if p >= count {
-				return nil, fmt.Errorf("topic %s declares %d partitions, not partition %d", t.TopicID, count, p)
-			}
-			targets = append(targets, resetTarget{topic: id, partition: p, startOffset: start})
-		}
-	}
-	return targets, nil
-}
-
-func startOffsetOf(t v1.OffsetResetTopic) int64 {
-	switch t.To {
-	case v1.OffsetResetToOffset:
-		if t.Offset != nil {
-			return *t.Offset
-		}
-		return 0
-	case v1.OffsetResetToAutoOffsetReset:
-		return -1
-	default: // Earliest: the leader moves it up to the log start offset
-		return 0
-	}
-}
-
 // errResetOvertaken says a partition's state epoch moved past the reset's (a fence at the same time):
 // the reset starts again at a higher epoch.
 var errResetOvertaken = errors.New("a partition's state epoch moved during the reset")
@@ -95,7 +39,7 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareG
 	if last != nil && last.ID == req.ID && last.CompletionTime != nil {
 		return nil
 	}
-	targets, err := resetTargets(sg)
+	targets, err := sg.ResetTargets(*req)
 	if err != nil {
 		r.refuseReset(sg, req.ID, v1.ReasonResetUndeclaredTopic, err)
 		return nil // nothing to retry until the spec changes
@@ -140,22 +84,17 @@ func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *v1.ShareGroup
 	if err != nil {
 		return err
 	}
-	epoch := sg.Status.StateEpoch
-	if l := sg.Status.LastOffsetReset; l != nil {
-		epoch = max(epoch, l.StateEpoch)
-	}
-	for i := range partitions {
-		epoch = max(epoch, partitions[i].Status.StateEpoch)
-	}
-	if epoch >= sharestate.MaxStateEpoch-1 {
+	next := sg.NextResetStateEpoch(partitions)
+	if next > v1.MaxResetStateEpoch {
 		return fmt.Errorf("%w: a partition is at state epoch %d, and Initialize may use at most %d",
-			errStateEpochExhausted, epoch, sharestate.MaxStateEpoch-1)
+			errStateEpochExhausted, next-1, v1.MaxResetStateEpoch)
 	}
+	epoch := int32(next)
 	now := metav1.NewTime(r.Now())
-	sg.Status.LastOffsetReset = &v1.OffsetResetStatus{ID: sg.Spec.OffsetReset.ID, StateEpoch: epoch + 1, StartTime: &now}
+	sg.Status.LastOffsetReset = &v1.OffsetResetStatus{ID: sg.Spec.OffsetReset.ID, StateEpoch: epoch, StartTime: &now}
 	meta.SetStatusCondition(&sg.Status.Conditions, metav1.Condition{
 		Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: v1.ReasonResetInProgress, ObservedGeneration: sg.Generation,
-		Message: fmt.Sprintf("reset %q is initializing the partitions at state epoch %d", sg.Spec.OffsetReset.ID, epoch+1),
+		Message: fmt.Sprintf("reset %q is initializing the partitions at state epoch %d", sg.Spec.OffsetReset.ID, epoch),
 	})
 	if err := r.Client.Status().Update(ctx, sg); err != nil {
 		return fmt.Errorf("recording the start of reset %q: %w", sg.Spec.OffsetReset.ID, err)
@@ -165,13 +104,17 @@ func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *v1.ShareGroup
 
 // initializeTargets initializes every target at the reset's epoch, then checks on the API server that
 // each was reset by this reset (created at or after its start) and not overtaken by a higher epoch.
-func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *v1.ShareGroup, targets []resetTarget) error {
+func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *v1.ShareGroup, targets []v1.ResetTarget) error {
 	reset := sg.Status.LastOffsetReset
 	persister, err := r.persisters.forNamespace(sg.Namespace)
 	if err != nil {
 		return err
 	}
-	resp := persister.Initialize(ctx, initializeRequest(string(sg.Spec.GroupID), targets, reset.StateEpoch))
+	req, err := initializeRequest(string(sg.Spec.GroupID), targets, reset.StateEpoch)
+	if err != nil {
+		return err
+	}
+	resp := persister.Initialize(ctx, req)
 	for _, topic := range resp.Topics {
 		for _, p := range topic.Partitions {
 			switch p.ErrorCode {
@@ -192,32 +135,36 @@ func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *v1.Sha
 		byName[partitions[i].Name] = &partitions[i]
 	}
 	for _, t := range targets {
-		obj := byName[v1.SharePartitionStateName(string(sg.Spec.GroupID), t.topic.String(), t.partition)]
+		obj := byName[v1.SharePartitionStateName(string(sg.Spec.GroupID), string(t.TopicID), t.Partition)]
 		if obj == nil || obj.Status.CreateTime == nil {
-			return fmt.Errorf("partition %d of topic %s is not initialized after the reset", t.partition, t.topic)
+			return fmt.Errorf("partition %d of topic %s is not initialized after the reset", t.Partition, t.TopicID)
 		}
 		if obj.Status.StateEpoch != reset.StateEpoch || obj.Status.CreateTime.Before(reset.StartTime) {
-			return fmt.Errorf("partition %d of topic %s is at state epoch %d since %s: %w", t.partition, t.topic,
+			return fmt.Errorf("partition %d of topic %s is at state epoch %d since %s: %w", t.Partition, t.TopicID,
 				obj.Status.StateEpoch, obj.Status.CreateTime, errResetOvertaken)
 		}
 	}
 	return nil
 }
 
-func initializeRequest(group string, targets []resetTarget, epoch int32) sharestate.InitializeRequest {
+func initializeRequest(group string, targets []v1.ResetTarget, epoch int32) (sharestate.InitializeRequest, error) {
 	req := sharestate.InitializeRequest{GroupID: group}
-	index := map[sharestate.TopicID]int{}
+	index := map[v1.TopicID]int{}
 	for _, t := range targets {
-		i, ok := index[t.topic]
+		i, ok := index[t.TopicID]
 		if !ok {
+			id, err := sharestate.ParseTopicID(string(t.TopicID))
+			if err != nil {
+				return req, err
+			}
 			i = len(req.Topics)
-			index[t.topic] = i
-			req.Topics = append(req.Topics, sharestate.TopicData[sharestate.InitializePartition]{TopicID: t.topic})
+			index[t.TopicID] = i
+			req.Topics = append(req.Topics, sharestate.TopicData[sharestate.InitializePartition]{TopicID: id})
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions,
-			sharestate.InitializePartition{Partition: t.partition, StateEpoch: epoch, StartOffset: t.startOffset})
+			sharestate.InitializePartition{Partition: t.Partition, StateEpoch: epoch, StartOffset: t.StartOffset})
 	}
-	return req
+	return req, nil
 }
 
 // refuseReset reports a request that cannot be carried out, once per change, with the condition reason.

@@ -1,54 +1,13 @@
 package controllers
 
 import (
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
-
-const testTopic = v1.TopicID("q1Sh0o2QRbuBzMz8vEMbvQ")
-
-func TestResetTargets(t *testing.T) {
-	sg := &v1.ShareGroup{Spec: v1.ShareGroupSpec{Topics: []v1.ShareGroupTopic{{TopicID: testTopic, Partitions: 3}}}}
-	tests := []struct {
-		name   string
-		topics []v1.OffsetResetTopic
-		starts []int64 // per target, in order
-		refuse string
-	}{
-		{"every declared partition", []v1.OffsetResetTopic{{TopicID: testTopic, To: v1.OffsetResetToOffset, Offset: ptr.To[int64](42)}}, []int64{42, 42, 42}, ""},
-		{"named partitions, earliest", []v1.OffsetResetTopic{{TopicID: testTopic, To: v1.OffsetResetToEarliest, Partitions: []int32{2, 0}}}, []int64{0, 0}, ""},
-		{"auto offset reset", []v1.OffsetResetTopic{{TopicID: testTopic, To: v1.OffsetResetToAutoOffsetReset, Partitions: []int32{1}}}, []int64{-1}, ""},
-		{"undeclared topic", []v1.OffsetResetTopic{{TopicID: "AAAAAAAAAAAAAAAAAAAAAQ", To: v1.OffsetResetToEarliest}}, nil, "not declared"},
-		{"partition past the count", []v1.OffsetResetTopic{{TopicID: testTopic, To: v1.OffsetResetToEarliest, Partitions: []int32{3}}}, nil, "not partition 3"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := sg.DeepCopy()
-			g.Spec.OffsetReset = &v1.OffsetResetRequest{ID: "r", Topics: tt.topics}
-			targets, err := resetTargets(g)
-			if tt.refuse != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.refuse) {
-					t.Fatalf("error %v, want one mentioning %q", err, tt.refuse)
-				}
-				return
-			}
-			if err != nil || len(targets) != len(tt.starts) {
-				t.Fatalf("targets %+v, error %v", targets, err)
-			}
-			for i, target := range targets {
-				if target.startOffset != tt.starts[i] {
-					t.Errorf("target %d starts at %d, want %d", i, target.startOffset, tt.starts[i])
-				}
-			}
-		})
-	}
-}
 
 func TestAggregate(t *testing.T) {
 	now := metav1.Now()

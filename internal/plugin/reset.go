@@ -255,7 +255,7 @@ func (s *session) printResetOutcome(ctx context.Context, sg *v1.ShareGroup, req 
 		if t.current != nil {
 			epoch, start = itoa(t.current.Status.StateEpoch), strconv.FormatInt(t.current.Status.StartOffset, 10)
 		}
-		rows = append(rows, []string{topicLabel(topicName(sg, t.topicID), t.topicID), itoa(t.partition), epoch, start})
+		rows = append(rows, []string{topicLabel(topicName(sg, t.TopicID), t.TopicID), itoa(t.Partition), epoch, start})
 	}
 	p.table("", []string{"TOPIC", "PARTITION", "STATE EPOCH", "START OFFSET"}, rows)
 	return p.err
@@ -301,11 +301,11 @@ func planCells(sg *v1.ShareGroup, plan resetPlan) [][]string {
 		if c := t.current; c != nil {
 			epoch, start, leader = itoa(c.Status.StateEpoch), strconv.FormatInt(c.Status.StartOffset, 10), leaderCell(c.Status.Leader)
 		}
-		next := strconv.FormatInt(t.startOffset, 10)
-		if t.startOffset == -1 {
+		next := strconv.FormatInt(t.StartOffset, 10)
+		if t.StartOffset == -1 {
 			next = "-1 (auto.offset.reset)"
 		}
-		rows[i] = []string{topicLabel(topicName(sg, t.topicID), t.topicID), itoa(t.partition), epoch, start, next, leader}
+		rows[i] = []string{topicLabel(topicName(sg, t.TopicID), t.TopicID), itoa(t.Partition), epoch, start, next, leader}
 	}
 	return rows
 }

@@ -12,12 +12,10 @@ import (
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
-// resetTarget is one partition a reset request names, with the start offset it gets.
+// resetTarget is one partition a reset request names, with its state as it stands.
 type resetTarget struct {
-	topicID     v1.TopicID
-	partition   int32
-	startOffset int64
-	current     *v1.SharePartitionState // nil: no state yet
+	v1.ResetTarget
+	current *v1.SharePartitionState // nil: no state yet
 }
 
 // resetPlan is what the operator would do with a reset request, as far as it can be told beforehand.
@@ -28,60 +26,30 @@ type resetPlan struct {
 	stateEpoch int32
 }
 
-// planReset works out, as the operator does, which partitions the request names from the group's
-// declared topics, or what it names that the group does not declare (the operator refuses those).
+// planReset works out what the operator does with the request (v1.ShareGroup.ResetTargets and
+// NextResetStateEpoch, which the operator calls too), and what it would refuse.
 func planReset(sg *v1.ShareGroup, req v1.OffsetResetRequest, partitions []v1.SharePartitionState) (resetPlan, error) {
-	declared := make(map[v1.TopicID]int32, len(sg.Spec.Topics))
-	for _, t := range sg.Spec.Topics {
-		declared[t.TopicID] = t.Partitions
+	targets, err := sg.ResetTargets(req)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	next := sg.NextResetStateEpoch(partitions)
+	if next > v1.MaxResetStateEpoch {
+		return resetPlan{}, fmt.Errorf("a partition is at state epoch %d, and a reset may use at most %d", next-1, v1.MaxResetStateEpoch)
 	}
 	byKey := make(map[v1.TopicID]map[int32]*v1.SharePartitionState)
-	plan := resetPlan{stateEpoch: sg.Status.StateEpoch}
-	if l := sg.Status.LastOffsetReset; l != nil {
-		plan.stateEpoch = max(plan.stateEpoch, l.StateEpoch)
-	}
 	for i := range partitions {
 		p := &partitions[i]
-		plan.stateEpoch = max(plan.stateEpoch, p.Status.StateEpoch)
 		if byKey[p.Spec.TopicID] == nil {
 			byKey[p.Spec.TopicID] = map[int32]*v1.SharePartitionState{}
 		}
 		byKey[p.Spec.TopicID][p.Spec.Partition] = p
 	}
-	plan.stateEpoch++
-	for _, t := range req.Topics {
-		count, ok := declared[t.TopicID]
-		if !ok {
-			return resetPlan{}, fmt.Errorf("topic %s is not declared in spec.topics of group %q", t.TopicID, sg.Spec.GroupID)
-		}
-		named := t.Partitions
-		if len(named) == 0 {
-			named = make([]int32, count)
-			for p := range count {
-				named[p] = p
-			}
-		}
-		for _, p := range named {
-			if p >= count {
-				return resetPlan{}, fmt.Errorf("topic %s declares %d partitions, not partition %d", t.TopicID, count, p)
-			}
-			plan.targets = append(plan.targets, resetTarget{topicID: t.TopicID, partition: p, startOffset: startOffsetOf(t), current: byKey[t.TopicID][p]})
-		}
+	plan := resetPlan{stateEpoch: int32(next), targets: make([]resetTarget, len(targets))}
+	for i, t := range targets {
+		plan.targets[i] = resetTarget{ResetTarget: t, current: byKey[t.TopicID][t.Partition]}
 	}
 	return plan, nil
-}
-
-// startOffsetOf is the start offset a reset topic gives its partitions: 0 for Earliest (the leader
-// moves it up to the log start), the offset, or -1 (the leader applies share.auto.offset.reset).
-func startOffsetOf(t v1.OffsetResetTopic) int64 {
-	switch {
-	case t.To == v1.OffsetResetToOffset && t.Offset != nil:
-		return *t.Offset
-	case t.To == v1.OffsetResetToAutoOffsetReset:
-		return -1
-	default:
-		return 0
-	}
 }
 
 // submitAction is what reset-offsets does with its request, given the group as it is.
