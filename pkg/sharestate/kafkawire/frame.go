@@ -71,8 +71,7 @@ func ReadFrame(r io.Reader, maxSize int32) ([]byte, error) {
 	}
 	for len(frame) < size {
 		grown := make([]byte, min(2*len(frame), size))
-		received := copy(grown, frame)
-		frame = nil // the old buffer is garbage while the new one fills
+		received := copy(grown, frame) // the old buffer is garbage from here
 		if _, err := io.ReadFull(r, grown[received:]); err != nil {
 			return nil, unexpected(err)
 		}
