@@ -30,8 +30,14 @@ func parseFlags() *flags {
 	cfg := &f.Config
 	flag.StringVar(&cfg.ListenAddress, "listen-address", kafkawire.DefaultAddress,
 		"address of the Kafka-protocol listener (loopback: the broker in the same pod is its only client)")
-	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz; 0 disables them")
-	flag.StringVar(&cfg.MetricsAddress, "metrics-address", ":8080", "address of /metrics (plain HTTP); 0 disables it")
+	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
+	flag.StringVar(&cfg.MetricsAddress, "metrics-address", "",
+		`address of /metrics; 0 disables it (default ":8443", or "127.0.0.1:8080" with --metrics-secure=false)`)
+	flag.BoolVar(&cfg.SecureMetrics, "metrics-secure", true,
+		"serve /metrics over HTTPS, to scrapers whose token and access to /metrics the API server accepts (the service account "+
+			"needs to create tokenreviews and subjectaccessreviews); false: plain HTTP, on a loopback address only")
+	flag.StringVar(&cfg.MetricsCertDir, "metrics-cert-dir", "",
+		"directory of tls.crt and tls.key for /metrics over HTTPS (default: a self-signed certificate)")
 	flag.StringVar(&cfg.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "namespace of the share-state resources (default: $POD_NAMESPACE)")
 	cfg.Identity.BrokerID = -1
 	flag.Func("broker-id", "the Kafka broker id (node.id) of the broker this sidecar serves (required)", func(v string) error {

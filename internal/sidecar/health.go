@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 )
@@ -15,8 +16,10 @@ import (
 const probeTimeout = 2 * time.Second
 
 // HealthHandler serves /livez (and /healthz, its older name), which answers as long as the process
-// serves HTTP, and /readyz, which answers 200 only while ready returns nil.
-func HealthHandler(ready func(context.Context) error) http.Handler {
+// serves HTTP, and /readyz, which answers 200 only while ready returns nil. The probes are plain HTTP
+// that anyone who reaches the pod can read, so /readyz answers a fixed "not ready": why (which can
+// name the API server's address) goes to log.
+func HealthHandler(ready func(context.Context) error, log logr.Logger) http.Handler {
 	mux := http.NewServeMux()
 	alive := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
 	mux.HandleFunc("/livez", alive)
@@ -25,7 +28,8 @@ func HealthHandler(ready func(context.Context) error) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), probeTimeout)
 		defer cancel()
 		if err := ready(ctx); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			log.Info("Readiness check failed", "error", err.Error())
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))

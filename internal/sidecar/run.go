@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
@@ -24,10 +21,18 @@ type Config struct {
 	// ListenAddress is where the Kafka protocol is served; loopback by default, since its only
 	// client is the broker in the same pod.
 	ListenAddress string
-	// HealthAddress serves /livez and /readyz; "0" disables it.
+	// HealthAddress serves /livez and /readyz over plain HTTP, for the kubelet's probes; "0" disables it.
 	HealthAddress string
-	// MetricsAddress serves /metrics; "0" disables it.
+	// MetricsAddress serves /metrics; "0" disables it. Empty is DefaultSecureMetricsAddress, or
+	// DefaultPlainMetricsAddress without SecureMetrics.
 	MetricsAddress string
+	// SecureMetrics serves /metrics over HTTPS, and only to a scraper whose token the API server
+	// accepts and whose user it allows to get /metrics. Without it /metrics is plain HTTP, and
+	// MetricsAddress must be a loopback address.
+	SecureMetrics bool
+	// MetricsCertDir holds the certificate (tls.crt) and key (tls.key) of /metrics over HTTPS; without
+	// them the sidecar serves a self-signed certificate.
+	MetricsCertDir string
 	// Namespace holds the broker's ShareGroups and SharePartitionStates.
 	Namespace string
 	// Identity is the broker recorded as leader of the partitions it reads and writes.
@@ -60,7 +65,7 @@ func (c Config) Validate() error {
 		// Without it the operator cannot tell when this broker is gone, and never fences its partitions.
 		return errors.New("the pod name is required (--pod-name, or POD_NAME from the downward API)")
 	}
-	return nil
+	return c.validateMetricsAddress()
 }
 
 // Run serves the Kafka protocol, health and metrics until ctx ends, then shuts down: it stops
@@ -73,18 +78,22 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.ListenAddress)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.ListenAddress, err)
-	}
 	apiServer, err := APIServerCheck(restCfg)
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
+	// The probes answer before the Kafka listener does: not ready until it serves.
 	errs := make(chan error, 3)
+	stopHTTP, err := serveEndpoints(restCfg, cfg, readiness(srv, apiServer), errs)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddress)
+	if err != nil {
+		stopHTTP()
+		return fmt.Errorf("listening on %s: %w", cfg.ListenAddress, err)
+	}
 	go func() { errs <- srv.Serve(ln) }()
-	stopHTTP := serveHTTP(cfg, readiness(srv, apiServer), errs)
 	cfg.Logger.Info("Serving the share-state persister over the Kafka protocol", "address", ln.Addr().String(),
 		"namespace", cfg.Namespace, "brokerId", cfg.Identity.BrokerID, "pod", cfg.Identity.PodName)
 
@@ -126,31 +135,4 @@ func newServer(restCfg *rest.Config, cfg Config) (*Server, error) {
 		IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
 		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
 	})
-}
-
-// serveHTTP starts the health and metrics servers that are enabled; a failure to serve goes to errs.
-// The returned function stops them.
-func serveHTTP(cfg Config, ready func(context.Context) error, errs chan<- error) (stop func()) {
-	var servers []*http.Server
-	start := func(addr, what string, h http.Handler) {
-		if addr == "0" || addr == "" {
-			return
-		}
-		s := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, s)
-		go func() {
-			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errs <- fmt.Errorf("serving %s on %s: %w", what, addr, err)
-			}
-		}()
-	}
-	start(cfg.HealthAddress, "health probes", HealthHandler(ready))
-	start(cfg.MetricsAddress, "metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, s := range servers {
-			_ = s.Shutdown(ctx)
-		}
-	}
 }

@@ -17,22 +17,45 @@ import (
 
 const podIndexFieldPath = "metadata.labels['apps.kubernetes.io/pod-index']"
 
+// reviewGroups are the API groups of the sidecar's cluster-scoped rules: the token and access
+// reviews of its secure metrics endpoint.
+var reviewGroups = []string{"authentication.k8s.io", "authorization.k8s.io"}
+
+// splitSidecarRules splits the generated sidecar rules into those a Role grants in a broker namespace
+// and the cluster-scoped review rules.
+func splitSidecarRules(t *testing.T) (namespaced, reviews []rbacv1.PolicyRule) {
+	t.Helper()
+	generated := readRepoYAML[rbacv1.ClusterRole](t, "config/rbac/sidecar/role.yaml")
+	for _, r := range generated.Rules {
+		if slices.ContainsFunc(r.APIGroups, func(g string) bool { return slices.Contains(reviewGroups, g) }) {
+			reviews = append(reviews, r)
+		} else {
+			namespaced = append(namespaced, r)
+		}
+	}
+	if len(namespaced) == 0 || len(reviews) != 2 {
+		t.Fatalf("config/rbac/sidecar/role.yaml has %d namespaced rules and %d review rules, want some and 2", len(namespaced), len(reviews))
+	}
+	return namespaced, reviews
+}
+
+// The generated sidecar rules, all of them: the namespaced ones by a Role and RoleBinding in each
+// broker namespace, the review rules (cluster-scoped, which a RoleBinding cannot grant) by a
+// ClusterRole bound to the service account of every broker namespace, and only while the sidecar's
+// metrics are secure.
 func TestSidecarRBAC(t *testing.T) {
-	if ms := render(t); len(ms.ofKind("Role"))+len(ms.ofKind("RoleBinding")) != 0 {
-		t.Errorf("sidecar Roles or RoleBindings without sidecar.rbac.namespaces: %v", ms)
+	if ms := render(t); len(ms.ofKind("Role"))+len(ms.ofKind("RoleBinding")) != 0 || hasSidecarClusterRBAC(ms) {
+		t.Errorf("sidecar RBAC without sidecar.rbac.namespaces: %v", ms)
 	}
 
 	ms := render(t, "--set", "sidecar.rbac.namespaces={kafka-a,kafka-b}", "--set", "sidecar.serviceAccountName=kafka-broker")
-	want := readRepoYAML[rbacv1.ClusterRole](t, "config/rbac/sidecar/role.yaml")
-	if len(want.Rules) == 0 {
-		t.Fatal("config/rbac/sidecar/role.yaml has no rules")
-	}
+	wantNamespaced, wantReviews := splitSidecarRules(t)
 	roles, bindings := map[string]int{}, map[string]int{}
 	for _, m := range ms.ofKind("Role") {
 		role := decode[rbacv1.Role](t, m)
 		roles[role.Namespace]++
-		if !equality.Semantic.DeepEqual(role.Rules, want.Rules) {
-			t.Errorf("Role %s/%s rules:\n%s\nwant config/rbac/sidecar/role.yaml's:\n%s", role.Namespace, role.Name, toYAML(role.Rules), toYAML(want.Rules))
+		if !equality.Semantic.DeepEqual(role.Rules, wantNamespaced) {
+			t.Errorf("Role %s/%s rules:\n%s\nwant config/rbac/sidecar/role.yaml's namespaced rules:\n%s", role.Namespace, role.Name, toYAML(role.Rules), toYAML(wantNamespaced))
 		}
 	}
 	for _, m := range ms.ofKind("RoleBinding") {
@@ -53,6 +76,38 @@ func TestSidecarRBAC(t *testing.T) {
 			t.Errorf("Role %s, want it named %s-sidecar, the name its RoleBinding refers to", m, fullname)
 		}
 	}
+
+	name := fullname + "-sidecar-auth"
+	role := decode[rbacv1.ClusterRole](t, ms.named(t, "ClusterRole", name))
+	if !equality.Semantic.DeepEqual(role.Rules, wantReviews) {
+		t.Errorf("ClusterRole %s rules:\n%s\nwant config/rbac/sidecar/role.yaml's review rules:\n%s", name, toYAML(role.Rules), toYAML(wantReviews))
+	}
+	binding := decode[rbacv1.ClusterRoleBinding](t, ms.named(t, "ClusterRoleBinding", name))
+	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	wantSubjects := []rbacv1.Subject{
+		{Kind: rbacv1.ServiceAccountKind, Name: "kafka-broker", Namespace: "kafka-a"},
+		{Kind: rbacv1.ServiceAccountKind, Name: "kafka-broker", Namespace: "kafka-b"},
+	}
+	if binding.RoleRef != wantRef || !slices.Equal(binding.Subjects, wantSubjects) {
+		t.Errorf("ClusterRoleBinding %s binds %+v to %+v, want %+v to %+v", name, binding.RoleRef, binding.Subjects, wantRef, wantSubjects)
+	}
+
+	plain := render(t, "--set", "sidecar.rbac.namespaces={kafka-a}", "--set", "sidecar.serviceAccountName=kafka-broker", "--set", "sidecar.metricsSecure=false")
+	if hasSidecarClusterRBAC(plain) || len(plain.ofKind("Role")) != 1 {
+		t.Errorf("with plain metrics: %v; want the Role only, no review permissions", plain)
+	}
+}
+
+// hasSidecarClusterRBAC says whether ms hold the sidecar's ClusterRole or ClusterRoleBinding.
+func hasSidecarClusterRBAC(ms manifests) bool {
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		for _, m := range ms.ofKind(kind) {
+			if m.Metadata.Name == fullname+"-sidecar-auth" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sidecarWant is what the sidecar container must be.
@@ -61,13 +116,14 @@ type sidecarWant struct {
 	brokerFieldPath         string // the downward-API field of BROKER_ID; empty: no such variable
 	image                   string
 	listen, health, metrics int32
+	plainMetrics            bool // sidecar.metricsSecure=false
 }
 
 func defaultSidecar(t *testing.T) sidecarWant {
 	return sidecarWant{
 		brokerArg: "--broker-id=$(BROKER_ID)", brokerFieldPath: podIndexFieldPath,
 		image:  "ghcr.io/sharestate/sharestate-sidecar:" + chartAppVersion(t),
-		listen: 9094, health: 8081, metrics: 8080,
+		listen: 9094, health: 8081, metrics: 8443,
 	}
 }
 
@@ -96,18 +152,29 @@ func assertSidecar(t *testing.T, c corev1.Container, want sidecarWant) {
 	if !maps.Equal(env, wantEnv) {
 		t.Errorf("env = %v, want the downward API's %v", env, wantEnv)
 	}
-	for _, arg := range []string{
+	wantArgs := []string{
 		want.brokerArg,
 		fmt.Sprintf("--listen-address=127.0.0.1:%d", want.listen),
 		fmt.Sprintf("--health-address=:%d", want.health),
-		fmt.Sprintf("--metrics-address=:%d", want.metrics),
-	} {
+		fmt.Sprintf("--metrics-address=:%d", want.metrics), // HTTPS, authenticated and authorized by the API server
+	}
+	wantMetricsPort := want.metrics
+	if want.plainMetrics {
+		// Plain HTTP on loopback only, which the sidecar insists on; no container port to reach it by.
+		wantArgs[3] = fmt.Sprintf("--metrics-address=127.0.0.1:%d", want.metrics)
+		wantArgs = append(wantArgs, "--metrics-secure=false")
+		wantMetricsPort = 0
+	}
+	for _, arg := range wantArgs {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %q lack %s", c.Args, arg)
 		}
 	}
-	if portNumber(c, "sstate-metrics") != want.metrics {
-		t.Errorf("ports = %+v, want sstate-metrics %d", c.Ports, want.metrics)
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--metrics-secure") }) != want.plainMetrics {
+		t.Errorf("args %q: --metrics-secure given or not against plainMetrics=%v", c.Args, want.plainMetrics)
+	}
+	if portNumber(c, "sstate-metrics") != wantMetricsPort {
+		t.Errorf("ports = %+v, want sstate-metrics %d", c.Ports, wantMetricsPort)
 	}
 	assertHTTPProbe(t, "startup", c.StartupProbe, c, "/readyz", want.health)
 	assertHTTPProbe(t, "liveness", c.LivenessProbe, c, "/livez", want.health)
@@ -128,6 +195,8 @@ func TestSidecarExample(t *testing.T) {
 	custom.listen, custom.health, custom.metrics = 9093, 9101, 9102
 	pinned := defaultSidecar(t)
 	pinned.brokerArg, pinned.brokerFieldPath = "--broker-id=0", ""
+	plain := defaultSidecar(t)
+	plain.metrics, plain.plainMetrics = 9102, true
 	for _, tc := range []struct {
 		name   string
 		values string
@@ -140,6 +209,7 @@ func TestSidecarExample(t *testing.T) {
 			values: "sidecar: {listenPort: 9093, healthPort: 9101, metricsPort: 9102, image: {tag: v9}, extraArgs: [--operation-timeout=30s]}",
 			want:   custom,
 		},
+		{name: "plain metrics", values: "sidecar: {metricsPort: 9102, metricsSecure: false}", want: plain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ms := render(t, "--set", "sidecar.example.enabled=true", "--set", "sidecar.serviceAccountName=kafka-broker",

@@ -61,7 +61,7 @@ func TestTemplatesRejectInvalidValues(t *testing.T) {
 	}{
 		{
 			name:        "sidecar ports collide",
-			args:        []string{"--set", "sidecar.example.enabled=true", "--set", "sidecar.healthPort=8080"},
+			args:        []string{"--set", "sidecar.example.enabled=true", "--set", "sidecar.healthPort=9100", "--set", "sidecar.metricsPort=9100"},
 			wantInError: "sidecar.listenPort, sidecar.healthPort and sidecar.metricsPort must differ",
 		},
 		{

@@ -39,7 +39,12 @@ how to include this template.
     - --broker-id={{ $brokerId | default "$(BROKER_ID)" }}
     - --listen-address=127.0.0.1:{{ $v.listenPort }}
     - --health-address=:{{ $v.healthPort }}
+    {{- if $v.metricsSecure }}
     - --metrics-address=:{{ $v.metricsPort }}
+    {{- else }}
+    - --metrics-secure=false
+    - --metrics-address=127.0.0.1:{{ $v.metricsPort }}
+    {{- end }}
     - --zap-log-level={{ $v.logging.level }}
     - --zap-encoder={{ $v.logging.format }}
     {{- with $v.extraArgs }}
@@ -70,9 +75,12 @@ how to include this template.
     - name: sstate-health
       containerPort: {{ $v.healthPort }}
       protocol: TCP
+    {{- if $v.metricsSecure }}
+    # HTTPS; the API server authenticates and authorizes each scrape.
     - name: sstate-metrics
       containerPort: {{ $v.metricsPort }}
       protocol: TCP
+    {{- end }}
   # The broker starts once the sidecar serves and reaches the Kubernetes API (up to 2 minutes).
   startupProbe:
     httpGet:

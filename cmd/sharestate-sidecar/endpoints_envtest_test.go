@@ -1,0 +1,236 @@
+package main_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sharestate/sharestate-operator/internal/testenv"
+)
+
+// The sidecar's metrics by default: HTTPS, each scrape's token and access reviewed by the API server
+// under the sidecar's own service account, which holds exactly the generated role (its namespaced
+// rules by a RoleBinding, its review rules by a ClusterRoleBinding, as the chart binds them). A token
+// the API server refuses is answered 401, a service account without access 403, a reader 200.
+func TestSecureMetrics(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	kubeconfig := sidecarKubeconfig(t, ns)
+	bindClusterScopedSidecarRules(t, ns, "sharestate-sidecar")
+	s := startSidecar(t, ns, sidecarOptions{kubeconfig: kubeconfig, args: []string{"--metrics-secure=true"}})
+	scraper, stranger := serviceAccountToken(t, ns, "scraper"), serviceAccountToken(t, ns, "stranger")
+	allowMetrics(t, ns, "scraper")
+	url := "https://" + s.metrics + "/metrics"
+	s.waitFor(t, "the metrics listener", func() bool { return dialable(s.metrics) })
+
+	if status, _, err := scrapeURL("http://"+s.metrics+"/metrics", scraper); err == nil && status == http.StatusOK {
+		t.Fatal("/metrics answered over plain HTTP")
+	}
+	for _, tc := range []struct {
+		name, token string
+		want        int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a garbage token", "garbage", http.StatusUnauthorized},
+		{"a service account without access", stranger, http.StatusForbidden},
+	} {
+		status, body, err := scrapeURL(url, tc.token)
+		if err != nil || status != tc.want {
+			t.Fatalf("%s: status %d (%q, %v), want %d\n%s", tc.name, status, body, err, tc.want, s.logs)
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, func() error { // once the API server's RBAC cache has the binding
+		status, body, err := scrapeURL(url, scraper)
+		switch {
+		case err != nil:
+			return err
+		case status != http.StatusOK:
+			return fmt.Errorf("status %d (%q)", status, body)
+		case !strings.Contains(body, "sharestate_sidecar_connections"):
+			return fmt.Errorf("no sidecar metrics in %d bytes", len(body))
+		}
+		return nil
+	})
+}
+
+// Plain-HTTP metrics are served on loopback only: a loopback address serves them, and the sidecar
+// refuses to start with any other.
+func TestPlainMetricsOnLoopbackOnly(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	s := startSidecar(t, ns, sidecarOptions{}) // --metrics-secure=false --metrics-address=127.0.0.1:<port>
+	if !strings.Contains(s.scrape(t), "sharestate_sidecar_connections") {
+		t.Fatal("no sidecar metrics over plain HTTP on loopback")
+	}
+	_, port, _ := net.SplitHostPort(s.metrics)
+	if ip := nonLoopbackIP(); ip != nil {
+		if dialable(net.JoinHostPort(ip.String(), port)) {
+			t.Fatalf("the plain metrics port answers on %s", ip)
+		}
+	}
+	for _, addr := range []string{":" + port, "0.0.0.0:" + port, "[::]:" + port, "localhost:" + port} {
+		out, err := runSidecarToExit(t, ns, "--metrics-secure=false", "--metrics-address="+addr)
+		if err == nil || !strings.Contains(out, "not a loopback address") {
+			t.Fatalf("with plain metrics on %s the sidecar exited with %v:\n%s", addr, err, out)
+		}
+	}
+}
+
+// /readyz tells an unready sidecar's prober "not ready", never the API server's address; the reason
+// goes to the sidecar's log.
+func TestReadyzDoesNotNameTheAPIServer(t *testing.T) {
+	testenv.Require(t, env)
+	cfg := *env.Config
+	cfg.Host = "https://127.0.0.1:1" // nothing listens there
+	s := startSidecar(t, "unreachable", sidecarOptions{kubeconfig: adminKubeconfig(t, &cfg), notReady: true})
+	resp, err := http.Get("http://" + s.health + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || strings.TrimSpace(string(body)) != "not ready" {
+		t.Fatalf("/readyz answered %d %q, want 503 \"not ready\"", resp.StatusCode, body)
+	}
+	s.waitFor(t, "the reason in the log", func() bool {
+		return strings.Contains(s.logs.String(), "Readiness check failed") && strings.Contains(s.logs.String(), "127.0.0.1:1")
+	})
+}
+
+// runSidecarToExit runs the sidecar for namespace ns with args, expecting it to exit, and returns its
+// output and exit error.
+func runSidecarToExit(t *testing.T, ns string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sidecarBinary(t), append([]string{
+		"--listen-address=" + freeAddr(t), "--health-address=" + freeAddr(t), "--kubeconfig=" + adminKubeconfig(t, env.Config),
+		"--namespace=" + ns, "--broker-id=1", "--pod-name=broker-1",
+	}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// nonLoopbackIP is an address of this machine other than loopback, nil if it has none.
+func nonLoopbackIP() net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() && n.IP.To4() != nil {
+			return n.IP
+		}
+	}
+	return nil
+}
+
+// bindClusterScopedSidecarRules grants service account name of ns the generated sidecar role's
+// cluster-scoped rules (its token and access reviews) with a ClusterRoleBinding, as the chart does.
+func bindClusterScopedSidecarRules(t *testing.T, ns, name string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "sidecar", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generated rbacv1.ClusterRole
+	if err := yaml.Unmarshal(raw, &generated); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-sidecar-reviews"}}
+	for _, r := range generated.Rules {
+		if slices.Contains(r.APIGroups, authenticationv1.GroupName) || slices.Contains(r.APIGroups, "authorization.k8s.io") {
+			role.Rules = append(role.Rules, r)
+		}
+	}
+	if len(role.Rules) != 2 {
+		t.Fatalf("config/rbac/sidecar/role.yaml has %d rules for token and access reviews, want 2", len(role.Rules))
+	}
+	createClusterRBAC(t, role, ns, name)
+}
+
+// allowMetrics lets service account name of ns get /metrics, as the chart's metrics-reader role does.
+func allowMetrics(t *testing.T, ns, name string) {
+	t.Helper()
+	createClusterRBAC(t, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name + "-metrics-reader"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, ns, name)
+}
+
+// createClusterRBAC creates role and a ClusterRoleBinding of it to service account name of ns, and
+// deletes both when the test ends.
+func createClusterRBAC(t *testing.T, role *rbacv1.ClusterRole, ns, name string) {
+	t.Helper()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+	}
+}
+
+// serviceAccountToken creates service account name in ns and returns a token of it.
+func serviceAccountToken(t *testing.T, ns, name string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token.Status.Token
+}
+
+// scrapeURL GETs url with token as a bearer token ("" for none), trusting any certificate (the
+// sidecar's is self-signed), and returns the status and body.
+func scrapeURL(url, token string) (int, string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a test of authentication, not of the certificate
+	}}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}

@@ -1,0 +1,124 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sharestate/sharestate-operator/internal/metricsauth"
+)
+
+// Where /metrics is served when Config.MetricsAddress is empty. Over HTTPS, on every interface, as
+// the operator's (kubebuilder's :8443); over plain HTTP, only on loopback: anyone who reaches the pod
+// could read it otherwise.
+const (
+	DefaultSecureMetricsAddress = ":8443"
+	DefaultPlainMetricsAddress  = "127.0.0.1:8080"
+)
+
+// metricsAddress is where /metrics is served, "0" for nowhere.
+func (c Config) metricsAddress() string {
+	switch {
+	case c.MetricsAddress != "":
+		return c.MetricsAddress
+	case c.SecureMetrics:
+		return DefaultSecureMetricsAddress
+	default:
+		return DefaultPlainMetricsAddress
+	}
+}
+
+// validateMetricsAddress refuses plain-HTTP metrics on an address other than loopback.
+func (c Config) validateMetricsAddress() error {
+	addr := c.metricsAddress()
+	if c.SecureMetrics || addr == "0" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("the metrics address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("the metrics address %q is not a loopback address (e.g. %s): plain-HTTP metrics are served on loopback only; "+
+			"serve them securely (--metrics-secure) to serve them beyond the pod", addr, DefaultPlainMetricsAddress)
+	}
+	return nil
+}
+
+// serveEndpoints starts the health server and the metrics server that are enabled: the health
+// server listens before it returns, the metrics server (which makes its certificate first) soon after.
+// A failure to serve goes to errs. The returned function stops them.
+func serveEndpoints(restCfg *rest.Config, cfg Config, ready func(context.Context) error, errs chan<- error) (stop func(), err error) {
+	metrics, err := newMetricsServer(restCfg, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var health *http.Server
+	if addr := cfg.HealthAddress; addr != "0" && addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listening for health probes on %s: %w", addr, err)
+		}
+		health = &http.Server{Handler: HealthHandler(ready, cfg.Logger.WithName("health")), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := health.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("serving health probes on %s: %w", addr, err)
+			}
+		}()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	metricsDone := make(chan struct{})
+	if metrics == nil {
+		close(metricsDone)
+	} else {
+		go func() {
+			defer close(metricsDone)
+			if err := metrics.Start(ctx); err != nil {
+				errs <- fmt.Errorf("serving metrics on %s: %w", cfg.metricsAddress(), err)
+			}
+		}()
+	}
+	return func() {
+		shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancelShutdown()
+		if health != nil {
+			_ = health.Shutdown(shutdownCtx)
+		}
+		cancel()
+		<-metricsDone
+	}, nil
+}
+
+// newMetricsServer returns controller-runtime's metrics server of the registry the sidecar's and the
+// persister's metrics are on, as the operator serves its own: over HTTPS, each scrape authenticated
+// and authorized by the API server (internal/metricsauth), or over plain HTTP on loopback. Nil when
+// metrics are off.
+func newMetricsServer(restCfg *rest.Config, cfg Config) (metricsserver.Server, error) {
+	opts := metricsserver.Options{BindAddress: cfg.metricsAddress()}
+	if opts.BindAddress == "0" {
+		return nil, nil
+	}
+	if cfg.SecureMetrics {
+		opts.SecureServing = true
+		opts.FilterProvider = metricsauth.FilterProvider
+		opts.CertDir = cfg.MetricsCertDir
+		// HTTP/1.1 only: HTTP/2's Stream Cancellation and Rapid Reset (CVE-2023-44487, CVE-2023-39325).
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the metrics server's API client: %w", err)
+	}
+	srv, err := metricsserver.NewServer(opts, restCfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("creating the metrics server: %w", err)
+	}
+	return srv, nil
+}
