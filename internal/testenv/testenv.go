@@ -1,5 +1,6 @@
 // Package testenv starts a real control plane (kube-apiserver and etcd, through controller-runtime's
-// envtest) with the project's CRDs installed, for the integration tests of every package.
+// envtest) with the project's CRDs installed, for the integration tests of every package, and holds
+// the helpers those tests use to wait on it (Eventually, Poll, Follow).
 package testenv
 
 import (
@@ -131,17 +132,26 @@ func GVR(resource string) schema.GroupVersionResource {
 }
 
 // Eventually polls cond every 50 ms until it returns nil, and fails t with cond's last error after
-// timeout: tests assert on the world as it becomes, not on calls.
+// timeout: tests assert on the world as it becomes, not on calls. Like t.Fatal, it must run on the
+// test's goroutine; elsewhere use Poll.
 func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
+	if err := Poll(timeout, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Poll polls cond every 50 ms until it returns nil, and returns an error with cond's last one after
+// timeout. It does not touch the test, so it may run on any goroutine.
+func Poll(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
 		if err == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", timeout, err)
+			return fmt.Errorf("not within %v: %w", timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
