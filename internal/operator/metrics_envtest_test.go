@@ -26,12 +26,46 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/testenv"
 )
 
-// env is the control plane the tests share (nil with -short).
-var env *testenv.Env
+// env is the control plane the tests share (nil with -short), with the operator's manager running on
+// it, serving its metrics securely (its default) on metricsAddr.
+var (
+	env         *testenv.Env
+	metricsAddr string
+)
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(testenv.Run(m, func(e *testenv.Env) func() { env = e; return nil }))
+	os.Exit(testenv.Run(m, func(e *testenv.Env) func() {
+		env = e
+		if e == nil {
+			return nil
+		}
+		return startOperator(e)
+	}))
+}
+
+// startOperator runs the operator's manager (once per process: controller names are global); the
+// returned function stops it and waits.
+func startOperator(e *testenv.Env) func() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	metricsAddr = ln.Addr().String()
+	_ = ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := operator.NewManager(ctx, e.Config, operator.Options{MetricsBindAddress: metricsAddr, SecureMetrics: true, HealthProbeBindAddress: "0"})
+	if err != nil {
+		panic(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "the manager stopped with", err)
+		}
+	}
 }
 
 // The operator's metrics, served securely (its default): the API server reviews every scrape's
@@ -39,25 +73,10 @@ func TestMain(m *testing.M) {
 // 500), a service account without access 403, one bound to a role that may get /metrics 200.
 func TestSecureMetricsAnswerAsTheAPIServerDoes(t *testing.T) {
 	testenv.Require(t, env)
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := operator.NewManager(ctx, env.Config, operator.Options{MetricsBindAddress: addr, SecureMetrics: true, HealthProbeBindAddress: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the manager stopped with %v", err)
-		}
-	})
-
 	ns := env.Namespace(t)
 	scraper, stranger := serviceAccountToken(t, ns, "scraper"), serviceAccountToken(t, ns, "stranger")
 	allowMetrics(t, ns, "scraper")
-	url := "https://" + addr + "/metrics"
+	url := "https://" + metricsAddr + "/metrics"
 	testenv.Eventually(t, 30*time.Second, func() error { _, _, err := scrape(url, ""); return err })
 
 	for _, tc := range []struct {
@@ -152,14 +171,4 @@ func allowMetrics(t *testing.T, ns, name string) {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }
