@@ -14,10 +14,10 @@ import (
 // at most 2000 of them per partition (sharestate.DefaultLimits.MaxBatchesPerWrite, Kafka's default
 // in-flight window), about 27 bytes of partition fields besides: 40 KB for a partition's largest Write.
 // Kafka's persister combines into one request the writes of a group that queued for a coordinator
-// while its previous Write was in flight (PersisterStateManager.generateRequests,
-// share/src/main/java/org/apache/kafka/server/share/persister/PersisterStateManager.java at
-// 079884b2198586d4c6ab9f8f6de4754e172e4341), so a request may carry many partitions: 8 MiB holds over
-// 200 partitions' largest writes at once (over 40 even at the CRD's 10000 batches a partition).
+// while its previous Write was in flight, with no cap on their number (PersisterStateManager's
+// generateRequests: docs/kafka-compatibility.md, "Batching", source S8), so a request may carry many
+// partitions: 8 MiB holds over 200 partitions' largest writes at once (over 40 even at the CRD's
+// 10000 batches a partition).
 // Read, ReadSummary, Initialize and Delete take under 20 bytes a partition: 8 MiB is hundreds of
 // thousands of partitions.
 //
