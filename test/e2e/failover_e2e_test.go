@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
@@ -58,7 +60,7 @@ func TestFailoverAndReset(t *testing.T) {
 	// Phase 1: offsets 0..199; broker 1's pod is deleted once consumers are under way.
 	var logEnd atomic.Int64
 	logEnd.Store(200)
-	go s.watchStored(ctx, ledger)
+	go s.watchStored(ctx, clientWithWatch(s), ledger)
 	failover := make(chan time.Duration, 1)
 	go func() { failover <- s.failBroker(ctx, t, brokers[1], stores[1], leaders, ledger, topic) }()
 	errs := runConsumers(ctx, t, consumers, logEnd.Load, func(p int32) bool { return ledger.done(p, 0, 200) })
@@ -75,7 +77,7 @@ func TestFailoverAndReset(t *testing.T) {
 	// Phase 2: offsets up to 399; a reset to 300 through the kubectl plugin while consumers run.
 	logEnd.Store(400)
 	resetDone := make(chan struct{})
-	go func() { s.resetWithPlugin(t); close(resetDone) }()
+	go func() { s.resetWithPlugin(t, ledger); close(resetDone) }()
 	errs += runConsumers(ctx, t, consumers, logEnd.Load, func(int32) bool { return s.allStartAt(ctx, 400) })
 	<-resetDone
 	s.expectStartOffsets(ctx, stores[0], topic, 400)
@@ -158,9 +160,10 @@ func (s *system) initializePartitions(ctx context.Context, store sharestate.Stor
 
 // failBroker deletes a broker's pod once consumers have made progress, waits for the operator to fence
 // its partitions, checks that its sidecar's writes are then refused, and moves its partitions to the
-// other brokers at a higher leader epoch. It returns how long the fence took.
+// other brokers at a higher leader epoch. It returns how long the fence took. It runs on a goroutine
+// of its own: it reports failures with t.Error and goes on (t.Fatal would leave the test waiting).
 func (s *system) failBroker(ctx context.Context, t *testing.T, b *broker, store *kafkawire.Client, leaders *leadership, g *ledger, topic sharestate.TopicID) time.Duration {
-	testenv.Eventually(t, 2*time.Minute, func() error {
+	err := testenv.Poll(2*time.Minute, func() error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if n := len(g.final); n < e2ePartitions*60 {
@@ -168,6 +171,9 @@ func (s *system) failBroker(ctx context.Context, t *testing.T, b *broker, store 
 		}
 		return nil
 	})
+	if err != nil {
+		t.Errorf("consumers before the failover: %v", err)
+	}
 	partitions := leaders.ledBy(b.id)
 	leaders.pause(partitions, true)
 	start := time.Now()
@@ -175,7 +181,9 @@ func (s *system) failBroker(ctx context.Context, t *testing.T, b *broker, store 
 		t.Error(err)
 		return 0
 	}
-	testenv.Eventually(t, 30*time.Second, func() error { return s.fenced(ctx, partitions) })
+	if err := testenv.Poll(30*time.Second, func() error { return s.fenced(ctx, partitions) }); err != nil {
+		t.Errorf("the operator's fence: %v", err) // and go on, so that the consumers can finish
+	}
 	latency := time.Since(start)
 
 	// The dead broker's sidecar still runs (a zombie): its writes carry the old state epoch.
@@ -206,20 +214,15 @@ func (s *system) fenced(ctx context.Context, partitions []int32) error {
 	return nil
 }
 
-// watchStored checks every stored version of the partitions' state against the consumers' decisions.
-func (s *system) watchStored(ctx context.Context, g *ledger) {
-	w, err := clientWithWatch(s).Watch(ctx, &v1.SharePartitionStateList{}, client.InNamespace(s.brokersNS))
-	if err != nil {
-		g.mu.Lock()
-		g.violate("watching the stored state: %v", err)
-		g.mu.Unlock()
-		return
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		obj, ok := ev.Object.(*v1.SharePartitionState)
-		if !ok {
-			continue
+// watchStored checks every stored version of the partitions' state against the consumers' decisions,
+// until ctx ends. A watch that ends, or a request that fails, is no violation: Follow watches again
+// from where it was, so the check goes on (after a 410 Gone it lists again, and the versions in
+// between are not seen).
+func (s *system) watchStored(ctx context.Context, c client.WithWatch, g *ledger) {
+	_ = testenv.Follow(ctx, c, &v1.SharePartitionStateList{}, s.brokersNS, func(ev watch.EventType, o client.Object) bool {
+		obj, ok := o.(*v1.SharePartitionState)
+		if !ok || ev == watch.Deleted {
+			return false
 		}
 		stored := make([]string, len(obj.Status.StateBatches))
 		for i, b := range obj.Status.StateBatches {
@@ -232,13 +235,27 @@ func (s *system) watchStored(ctx context.Context, g *ledger) {
 		}
 		g.mu.Unlock()
 		g.checkStored(obj.Spec.Partition, batches)
-	}
+		return false
+	})
 }
 
 // resetWithPlugin resets the group's offsets to 300 with the kubectl plugin, once phase 2 is under
-// way, and returns when the plugin reported it done.
-func (s *system) resetWithPlugin(t *testing.T) {
-	time.Sleep(300 * time.Millisecond)
+// way (a consumer has decided an offset of it: a fixed delay may end before that on a loaded machine),
+// and returns when the plugin reported it done. It runs on a goroutine of its own.
+func (s *system) resetWithPlugin(t *testing.T, g *ledger) {
+	err := testenv.Poll(2*time.Minute, func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for k := range g.final {
+			if k.offset >= 200 {
+				return nil
+			}
+		}
+		return errors.New("no offset of phase 2 decided")
+	})
+	if err != nil {
+		t.Errorf("waiting for phase 2: %v", err) // and reset anyway, so that the consumers can finish
+	}
 	out, err := s.plugin("-n", s.brokersNS, "reset-offsets", "orders", "--topic", e2eTopic, "--to-offset", "300", "--id", "e2e-reset", "--timeout", "2m")
 	if err != nil {
 		t.Errorf("kubectl sharestate reset-offsets: %v\n%s", err, out)
