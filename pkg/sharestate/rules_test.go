@@ -121,7 +121,7 @@ func TestApplyRead(t *testing.T) {
 	}
 }
 
-func TestApplyInitializeAndSummary(t *testing.T) {
+func TestApplyInitialize(t *testing.T) {
 	stored := &State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 10}
 	if _, _, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 1}, false); o.Code != ErrFencedStateEpoch {
 		t.Errorf("older state epoch beats unknown: %s", o.Code)
@@ -142,6 +142,9 @@ func TestApplyInitializeAndSummary(t *testing.T) {
 	if next, _, _ := ApplyInitialize(nil, InitializePartition{StateEpoch: 0, StartOffset: 5}, true); next.DeliveryCompleteCount != 0 {
 		t.Errorf("a set start offset starts the count at 0: %+v", next)
 	}
+}
+
+func TestCheckInitializeInputAndSummary(t *testing.T) {
 	if o := CheckInitializeInput(testTopic, InitializePartition{StateEpoch: -1}); o.Code != ErrInvalidRequest {
 		t.Errorf("negative state epoch: %s", o.Code)
 	}

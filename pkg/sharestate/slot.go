@@ -180,7 +180,7 @@ func objectBytes(obj *v1.SharePartitionState) int64 {
 	for _, f := range obj.ManagedFields {
 		n += 256
 		if f.FieldsV1 != nil {
-			n += int64(len(f.FieldsV1.Raw))
+			n += f.FieldsV1.GetRawReader().Size()
 		}
 	}
 	for _, b := range obj.Status.StateBatches {

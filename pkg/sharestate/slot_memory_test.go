@@ -26,10 +26,10 @@ func storedJSON(t testing.TB, n int) []byte {
 			Labels: map[string]string{v1.LabelShareGroup: "orders-eu-abcdefghijklmnop"},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "sharestate-sidecar", Operation: "Update", APIVersion: "sharestate.dev/v1alpha1", Time: &now, FieldsType: "FieldsV1",
-					FieldsV1:    &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:createTime":{},"f:deliveryCompleteCount":{},"f:lastWriteId":{},"f:leader":{".":{},"f:brokerId":{},"f:leaderEpoch":{},"f:podName":{},"f:podUID":{},"f:since":{}},"f:leaderEpoch":{},"f:stateBatches":{},"f:stateEpoch":{},"f:startOffset":{},"f:writeCount":{},"f:writeTime":{}}}`)},
+					FieldsV1:    metav1.NewFieldsV1(`{"f:status":{".":{},"f:createTime":{},"f:deliveryCompleteCount":{},"f:lastWriteId":{},"f:leader":{".":{},"f:brokerId":{},"f:leaderEpoch":{},"f:podName":{},"f:podUID":{},"f:since":{}},"f:leaderEpoch":{},"f:stateBatches":{},"f:stateEpoch":{},"f:startOffset":{},"f:writeCount":{},"f:writeTime":{}}}`),
 					Subresource: "status"},
 				{Manager: "sharestate-operator", Operation: "Update", APIVersion: "sharestate.dev/v1alpha1", Time: &now, FieldsType: "FieldsV1",
-					FieldsV1:    &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{".":{},"k:{\"type\":\"Fenced\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{}}}`)},
+					FieldsV1:    metav1.NewFieldsV1(`{"f:status":{"f:conditions":{".":{},"k:{\"type\":\"Fenced\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{}}}`),
 					Subresource: "status"},
 			},
 		},
