@@ -35,9 +35,7 @@ func declaredGroup(t *testing.T, ns, group string, partitions int32) *v1.ShareGr
 func getGroup(t *testing.T, sg *v1.ShareGroup) *v1.ShareGroup {
 	t.Helper()
 	var got v1.ShareGroup
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &got); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Get(t, env.Client, client.ObjectKeyFromObject(sg), &got) // a read that fails for a moment is no verdict
 	return &got
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -154,5 +155,27 @@ func Poll(timeout time.Duration, cond func() error) error {
 			return fmt.Errorf("not within %v: %w", timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Get reads the object at key into obj, as a test's assertion does: a failed read is tried again for
+// up to 10 s (an API server under load times out, or answers 429), and only one that keeps failing,
+// or finds no object, fails t. It must run on the test's goroutine.
+func Get(t testing.TB, c client.Client, key client.ObjectKey, obj client.Object) {
+	t.Helper()
+	var notFound error
+	err := Poll(10*time.Second, func() error {
+		err := c.Get(context.Background(), key, obj)
+		if apierrors.IsNotFound(err) {
+			notFound = err
+			return nil
+		}
+		return err
+	})
+	if notFound != nil {
+		err = notFound
+	}
+	if err != nil {
+		t.Fatalf("reading %s: %v", key, err)
 	}
 }
