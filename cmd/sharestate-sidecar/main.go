@@ -14,20 +14,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sharestate/sharestate-operator/internal/sidecar"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 )
 
 // flags are the command line: the sidecar's configuration and the Kubernetes client's.
 type flags struct {
 	sidecar.Config
-	kubeQPS   float64
-	kubeBurst int
-	zap       zap.Options
+	zap zap.Options
 }
 
 func parseFlags() *flags {
 	f := &flags{}
 	cfg := &f.Config
+	cfg.WriteQPS, cfg.BulkQPS = 200, 100
 	flag.StringVar(&cfg.ListenAddress, "listen-address", kafkawire.DefaultAddress,
 		"address of the Kafka-protocol listener (loopback: the broker in the same pod is its only client)")
 	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
@@ -64,11 +64,19 @@ func parseFlags() *flags {
 	flag.IntVar(&cfg.MaxInFlightPerConnection, "max-in-flight-per-connection", 1024, "requests of one connection served at once")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	flag.DurationVar(&cfg.OperationTimeout, "operation-timeout", 15*time.Second,
-		"bound on one partition's operation, retries included, after which it is answered COORDINATOR_NOT_AVAILABLE")
+		"bound on one request to the persister, retries and queueing included: every partition not done by then is answered COORDINATOR_NOT_AVAILABLE")
 	flag.IntVar(&cfg.MaxPendingWrites, "max-pending-writes", 4096,
 		"writes queued for one partition; beyond it a write is answered COORDINATOR_LOAD_IN_PROGRESS")
-	flag.Float64Var(&f.kubeQPS, "kube-api-qps", 200, "client-side rate limit of Kubernetes API requests per second (negative: none)")
-	flag.IntVar(&f.kubeBurst, "kube-api-burst", 400, "burst of the client-side rate limit")
+	flag.Int64Var(&cfg.MaxCacheBytes, "max-cache-bytes", sharestate.DefaultMaxCacheBytes,
+		"memory the persister's cache of partition objects may take (estimated); beyond it idle partitions' objects are dropped "+
+			"and read again on their next write. The default fits the chart's 512Mi memory limit")
+	flag.Func("kube-api-qps", "client-side rate limit of the Kubernetes API requests of Writes, per second; 0 or below: none (default 200)",
+		float32Flag(&cfg.WriteQPS))
+	flag.IntVar(&cfg.WriteBurst, "kube-api-burst", 400, "burst of the Writes' client-side rate limit")
+	flag.Func("kube-api-bulk-qps", "client-side rate limit of the Kubernetes API requests of Read, Initialize, Delete and ReadSummary, "+
+		"per second, apart from the Writes' so that a bulk Read after a failover does not hold them up; 0 or below: none (default 100)",
+		float32Flag(&cfg.BulkQPS))
+	flag.IntVar(&cfg.BulkBurst, "kube-api-bulk-burst", 200, "burst of the bulk operations' client-side rate limit")
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse() // controller-runtime's --kubeconfig is registered on the same flag set
 	return f
@@ -86,12 +94,20 @@ func main() {
 		log.Error(err, "Loading the Kubernetes config failed")
 		os.Exit(1)
 	}
-	restCfg.QPS, restCfg.Burst = float32(f.kubeQPS), f.kubeBurst
 	if f.Identity.PodUID == "" {
 		log.Info("No pod UID (--pod-uid or POD_UID): a replacement pod of the same name will not be told apart from this one")
 	}
 	if err := sidecar.Run(ctx, restCfg, f.Config); err != nil {
 		log.Error(err, "Sidecar stopped")
 		os.Exit(1)
+	}
+}
+
+// float32Flag parses a flag's value into v.
+func float32Flag(v *float32) func(string) error {
+	return func(s string) error {
+		f, err := strconv.ParseFloat(s, 32)
+		*v = float32(f)
+		return err
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
@@ -45,9 +46,17 @@ type Config struct {
 	MaxInFlightPerConnection int
 	// ShutdownTimeout bounds the drain of requests in flight on SIGTERM.
 	ShutdownTimeout time.Duration
-	// OperationTimeout and MaxPendingWrites are the persister's (sharestate.Options); 0 for its default.
+	// OperationTimeout, MaxPendingWrites and MaxCacheBytes are the persister's (sharestate.Options); 0
+	// for its default.
 	OperationTimeout time.Duration
 	MaxPendingWrites int
+	MaxCacheBytes    int64
+	// WriteQPS and WriteBurst limit the persister's Kubernetes API requests for Writes; BulkQPS and
+	// BulkBurst those for Read, Initialize, Delete and ReadSummary. Two limiters: a broker's Read of
+	// every partition it leads after a failover must not hold up the Writes of the partitions it
+	// already leads. A QPS of 0 or below means no client-side limit.
+	WriteQPS, BulkQPS     float32
+	WriteBurst, BulkBurst int
 
 	Logger logr.Logger
 }
@@ -118,13 +127,17 @@ func newServer(restCfg *rest.Config, cfg Config) (*Server, error) {
 	if err := v1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	writes, err := limitedClient(restCfg, scheme, cfg.WriteQPS, cfg.WriteBurst)
 	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+		return nil, err
+	}
+	bulk, err := limitedClient(restCfg, scheme, cfg.BulkQPS, cfg.BulkBurst)
+	if err != nil {
+		return nil, err
 	}
 	persister, err := sharestate.New(sharestate.Options{
-		Client: c, Namespace: cfg.Namespace, Identity: cfg.Identity,
-		OperationTimeout: cfg.OperationTimeout, MaxPendingWrites: cfg.MaxPendingWrites,
+		Client: writes, BulkClient: bulk, Namespace: cfg.Namespace, Identity: cfg.Identity,
+		OperationTimeout: cfg.OperationTimeout, MaxPendingWrites: cfg.MaxPendingWrites, MaxCacheBytes: cfg.MaxCacheBytes,
 		Logger: cfg.Logger.WithName("persister"),
 	})
 	if err != nil {
@@ -135,4 +148,20 @@ func newServer(restCfg *rest.Config, cfg Config) (*Server, error) {
 		IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
 		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
 	})
+}
+
+// limitedClient is a Kubernetes client with a client-side rate limiter of its own (none for qps <= 0).
+func limitedClient(restCfg *rest.Config, scheme *k8sruntime.Scheme, qps float32, burst int) (client.Client, error) {
+	cfg := rest.CopyConfig(restCfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = qps, burst, nil
+	if qps > 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, max(burst, 1))
+	} else {
+		cfg.QPS = -1 // client-go: no limiter
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return c, nil
 }
