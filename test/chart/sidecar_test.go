@@ -139,13 +139,17 @@ func assertSidecar(t *testing.T, c corev1.Container, want sidecarWant) {
 	}
 	env := map[string]string{}
 	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:
 			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
-		} else {
+		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil:
+			env[e.Name] = e.ValueFrom.ResourceFieldRef.Resource
+		default:
 			env[e.Name] = "value " + e.Value
 		}
 	}
-	wantEnv := map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid"}
+	wantEnv := map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid",
+		"GOMEMLIMIT": "limits.memory"} // the Go runtime's soft limit: the container's
 	if want.brokerFieldPath != "" {
 		wantEnv["BROKER_ID"] = want.brokerFieldPath
 	}

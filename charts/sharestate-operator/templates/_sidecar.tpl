@@ -65,6 +65,12 @@ how to include this template.
       valueFrom:
         fieldRef:
           fieldPath: metadata.uid
+    # The Go runtime collects harder as the heap nears the container's memory limit, instead of
+    # letting it reach twice what is live (--max-cache-bytes is sized for that).
+    - name: GOMEMLIMIT
+      valueFrom:
+        resourceFieldRef:
+          resource: limits.memory
     {{- if not $brokerId }}
     - name: BROKER_ID
       valueFrom:
