@@ -16,6 +16,8 @@ import (
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // declaredGroup creates a ShareGroup that declares topicA with the given partition count.
@@ -177,7 +179,7 @@ func TestOffsetResetFencesAndRunsOnce(t *testing.T) {
 
 // expectNoSecondRun makes progress at the reset's epoch, then changes the spec without a new request:
 // the reset must not run again.
-func expectNoSecondRun(t *testing.T, ns string, sg *v1.ShareGroup, p *sharestate.Persister) {
+func expectNoSecondRun(t *testing.T, ns string, sg *v1.ShareGroup, p *persister.Persister) {
 	t.Helper()
 	if w := write(p, "g", 0, 5, 7, acked(500)); w.ErrorCode != sharestate.ErrNone {
 		t.Fatal(w.ErrorCode)

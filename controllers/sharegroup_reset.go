@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +13,8 @@ import (
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // errResetOvertaken says a partition's state epoch moved past the reset's (a fence at the same time):
@@ -192,21 +195,22 @@ type persisterSet struct {
 	client client.Client // reads from the API server, not a cache
 
 	mu sync.Mutex
-	m  map[string]*sharestate.Persister
+	m  map[string]*persister.Persister
 }
 
-func (s *persisterSet) forNamespace(ns string) (*sharestate.Persister, error) {
+func (s *persisterSet) forNamespace(ns string) (*persister.Persister, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.m[ns]; ok {
 		return p, nil
 	}
-	p, err := sharestate.New(sharestate.Options{Client: s.client, Namespace: ns, Identity: sharestate.Identity{PodName: "sharestate-operator"}})
+	p, err := persister.New(persister.Options{Client: s.client, Namespace: ns, Identity: persister.Identity{PodName: "sharestate-operator"},
+		Registerer: ctrlmetrics.Registry})
 	if err != nil {
 		return nil, err
 	}
 	if s.m == nil {
-		s.m = map[string]*sharestate.Persister{}
+		s.m = map[string]*persister.Persister{}
 	}
 	s.m[ns] = p
 	return p, nil

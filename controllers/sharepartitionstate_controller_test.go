@@ -13,12 +13,14 @@ import (
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // leading makes the broker in pod the leader of partition 0 of group: Initialize at state epoch 1,
 // Read at leader epoch 1, one write. It waits until the operator reports the partition initialized
 // and led.
-func leading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *sharestate.Persister {
+func leading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *persister.Persister {
 	t.Helper()
 	p := recordLeader(t, ns, group, pod, uid)
 	if w := write(p, group, 0, 1, 1, acked(0)); w.ErrorCode != sharestate.ErrNone {
@@ -40,7 +42,7 @@ func leading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *share
 // recordLeader initializes partition 0 and has the broker in pod Read it, which records it as the
 // leader. The tests whose leader is stale from the start use it: the operator may fence the partition
 // as soon as the Read lands, before any write.
-func recordLeader(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *sharestate.Persister {
+func recordLeader(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *persister.Persister {
 	t.Helper()
 	p := persisterFor(t, ns, 1, pod, uid)
 	initialize(t, p, group, 0, 1, 0)
@@ -52,7 +54,7 @@ func recordLeader(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *
 
 // expectFenced waits for the partition to be fenced for one of reasons, and checks the event and that
 // the old leader's writes are refused.
-func expectFenced(t *testing.T, ns, group string, old *sharestate.Persister, reasons ...string) {
+func expectFenced(t *testing.T, ns, group string, old *persister.Persister, reasons ...string) {
 	t.Helper()
 	key := spsKey(ns, group, 0)
 	testenv.Eventually(t, 15*time.Second, func() error {

@@ -21,6 +21,8 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/operator"
 	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // env is the control plane the tests share, with the operator's manager running against it (nil with
@@ -108,7 +110,7 @@ func brokerPod(t *testing.T, ns, name string, ready bool) *corev1.Pod {
 }
 
 // persisterFor returns a persister standing for the broker in pod (uid overrides the pod's UID).
-func persisterFor(t *testing.T, ns string, broker int32, pod *corev1.Pod, uid string) *sharestate.Persister {
+func persisterFor(t *testing.T, ns string, broker int32, pod *corev1.Pod, uid string) *persister.Persister {
 	t.Helper()
 	c, err := client.New(rest.CopyConfig(env.Config), client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -117,8 +119,8 @@ func persisterFor(t *testing.T, ns string, broker int32, pod *corev1.Pod, uid st
 	if uid == "" {
 		uid = string(pod.UID)
 	}
-	p, err := sharestate.New(sharestate.Options{Client: c, Namespace: ns,
-		Identity: sharestate.Identity{BrokerID: broker, PodName: pod.Name, PodUID: uid}})
+	p, err := persister.New(persister.Options{Client: c, Namespace: ns,
+		Identity: persister.Identity{BrokerID: broker, PodName: pod.Name, PodUID: uid}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func one[P any](group string, in P) sharestate.Request[P] {
 
 func first[R any](resp sharestate.Response[R]) R { return resp.Topics[0].Partitions[0] }
 
-func initialize(t *testing.T, p *sharestate.Persister, group string, partition, epoch int32, start int64) {
+func initialize(t *testing.T, p *persister.Persister, group string, partition, epoch int32, start int64) {
 	t.Helper()
 	res := first(p.Initialize(ctx, one(group, sharestate.InitializePartition{Partition: partition, StateEpoch: epoch, StartOffset: start})))
 	if res.ErrorCode != sharestate.ErrNone {
@@ -139,11 +141,11 @@ func initialize(t *testing.T, p *sharestate.Persister, group string, partition, 
 	}
 }
 
-func read(p *sharestate.Persister, group string, partition, leaderEpoch int32) sharestate.ReadResult {
+func read(p *persister.Persister, group string, partition, leaderEpoch int32) sharestate.ReadResult {
 	return first(p.Read(ctx, one(group, sharestate.ReadPartition{Partition: partition, LeaderEpoch: leaderEpoch})))
 }
 
-func write(p *sharestate.Persister, group string, partition, stateEpoch, leaderEpoch int32, batches ...sharestate.StateBatch) sharestate.PartitionResult {
+func write(p *persister.Persister, group string, partition, stateEpoch, leaderEpoch int32, batches ...sharestate.StateBatch) sharestate.PartitionResult {
 	return first(p.Write(ctx, one(group, sharestate.WritePartition{Partition: partition, StateEpoch: stateEpoch,
 		LeaderEpoch: leaderEpoch, StartOffset: -1, DeliveryCompleteCount: -1, StateBatches: batches})))
 }

@@ -61,7 +61,7 @@ func benchStore(b *testing.B, via string) (sharestate.Store, func() (float64, fl
 	if via == "sidecar-1conn" {
 		conns = 1
 	}
-	return newWireClientOpts(b, kafkawire.Options{Address: s.addr, Connections: conns}), func() (float64, float64) {
+	return newWireClientOpts(b, kafkawire.ClientOptions{Address: s.addr, Connections: conns}), func() (float64, float64) {
 		return s.histogram(b, "sharestate_persister_writes_per_update")
 	}
 }

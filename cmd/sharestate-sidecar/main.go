@@ -14,8 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sharestate/sharestate-operator/internal/sidecar"
-	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // flags are the command line: the sidecar's configuration and the Kubernetes client's.
@@ -67,7 +68,7 @@ func parseFlags() *flags {
 		"bound on one request to the persister, retries and queueing included: every partition not done by then is answered COORDINATOR_NOT_AVAILABLE")
 	flag.IntVar(&cfg.MaxPendingWrites, "max-pending-writes", 4096,
 		"writes queued for one partition; beyond it a write is answered COORDINATOR_LOAD_IN_PROGRESS")
-	flag.Int64Var(&cfg.MaxCacheBytes, "max-cache-bytes", sharestate.DefaultMaxCacheBytes,
+	flag.Int64Var(&cfg.MaxCacheBytes, "max-cache-bytes", persister.DefaultMaxCacheBytes,
 		"memory the persister's cache of partition objects may take (estimated); beyond it idle partitions' objects are dropped "+
 			"and read again on their next write. The default fits the chart's 512Mi memory limit")
 	flag.Func("kube-api-qps", "client-side rate limit of the Kubernetes API requests of Writes, per second; 0 or below: none (default 200)",

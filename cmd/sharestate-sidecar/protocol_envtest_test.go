@@ -168,7 +168,7 @@ func TestOversizedRequestsAndGarbage(t *testing.T) {
 func TestManyConnections(t *testing.T) {
 	testenv.Require(t, env)
 	s := startSidecar(t, env.Namespace(t), sidecarOptions{})
-	c, err := kafkawire.New(kafkawire.Options{Address: s.addr, Connections: 48})
+	c, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: s.addr, Connections: 48})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,16 +12,18 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // newPersister is the in-process Store, in namespace ns, as broker id 1.
-func newPersister(t testing.TB, ns string) *sharestate.Persister {
+func newPersister(t testing.TB, ns string) *persister.Persister {
 	t.Helper()
 	c, err := client.New(rest.CopyConfig(env.Config), client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sharestate.New(sharestate.Options{Client: c, Namespace: ns, Identity: sharestate.Identity{BrokerID: 1, PodName: "broker-1", PodUID: "uid-1"}})
+	p, err := persister.New(persister.Options{Client: c, Namespace: ns, Identity: persister.Identity{BrokerID: 1, PodName: "broker-1", PodUID: "uid-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,12 +33,12 @@ func newPersister(t testing.TB, ns string) *sharestate.Persister {
 // newWireClient is the Store over the wire: kafkawire.Client of a sidecar.
 func newWireClient(t testing.TB, addr string) *kafkawire.Client {
 	t.Helper()
-	return newWireClientOpts(t, kafkawire.Options{Address: addr})
+	return newWireClientOpts(t, kafkawire.ClientOptions{Address: addr})
 }
 
-func newWireClientOpts(t testing.TB, opts kafkawire.Options) *kafkawire.Client {
+func newWireClientOpts(t testing.TB, opts kafkawire.ClientOptions) *kafkawire.Client {
 	t.Helper()
-	c, err := kafkawire.New(opts)
+	c, err := kafkawire.NewClient(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/localcluster"
 	"github.com/sharestate/sharestate-operator/internal/operator"
 	"github.com/sharestate/sharestate-operator/internal/sidecar"
-	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 func main() {
@@ -118,7 +119,7 @@ func startLocalSidecar(ctx context.Context, cluster *localcluster.Cluster, sc si
 	}
 	sc.Namespace, sc.MetricsAddress = "default", "0" // its metrics are the operator's registry's, served above
 	sc.ShutdownTimeout = 10 * time.Second
-	sc.Identity = sharestate.Identity{BrokerID: 0, PodName: pod.Name, PodUID: string(pod.UID)}
+	sc.Identity = persister.Identity{BrokerID: 0, PodName: pod.Name, PodUID: string(pod.UID)}
 	sc.Logger = ctrl.Log.WithName("sidecar")
 	go func() { done <- sidecar.Run(ctx, cluster.Config, sc) }()
 	return nil

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // writeFunc does one write; a goroutine calls it back to back for the whole run.
@@ -90,11 +92,11 @@ func naiveWrites(ctx context.Context, c client.Client, namespace string) ([]writ
 }
 
 // persisterWrites runs writersPerPartition concurrent writers on each of partitions partitions, all
-// through one sharestate.Persister. The partitions are initialized and read (which records the leader
+// through one persister.Persister. The partitions are initialized and read (which records the leader
 // epoch) before the clock starts; every write sends the epochs the Read answered.
 func persisterWrites(writersPerPartition, partitions int) func(context.Context, client.Client, string) ([]writeFunc, error) {
 	return func(ctx context.Context, c client.Client, namespace string) ([]writeFunc, error) {
-		p, err := sharestate.New(sharestate.Options{Client: c, Namespace: namespace, Identity: identity})
+		p, err := persister.New(persister.Options{Client: c, Namespace: namespace, Identity: identity})
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +121,7 @@ func persisterWrites(writersPerPartition, partitions int) func(context.Context, 
 
 // persisterWriter writes the cursor's next write to one partition through p, as its leader at
 // benchEpoch holding stateEpoch.
-func persisterWriter(p *sharestate.Persister, topic sharestate.TopicID, partition, stateEpoch int32, cursor *offsetCursor) writeFunc {
+func persisterWriter(p *persister.Persister, topic sharestate.TopicID, partition, stateEpoch int32, cursor *offsetCursor) writeFunc {
 	return func(ctx context.Context) error {
 		w := cursor.next()
 		in := sharestate.WritePartition{
@@ -135,7 +137,7 @@ func persisterWriter(p *sharestate.Persister, topic sharestate.TopicID, partitio
 
 // initializeAndRead initializes partitions 0..n-1 at state epoch benchEpoch and start offset
 // baseOffset, then reads them with leader epoch benchEpoch, and returns each one's state epoch.
-func initializeAndRead(ctx context.Context, p *sharestate.Persister, topic sharestate.TopicID, n int) ([]int32, error) {
+func initializeAndRead(ctx context.Context, p *persister.Persister, topic sharestate.TopicID, n int) ([]int32, error) {
 	initReq := sharestate.InitializeRequest{GroupID: groupID, Topics: []sharestate.TopicData[sharestate.InitializePartition]{{TopicID: topic}}}
 	readReq := sharestate.ReadRequest{GroupID: groupID, Topics: []sharestate.TopicData[sharestate.ReadPartition]{{TopicID: topic}}}
 	for i := range n {

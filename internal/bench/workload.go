@@ -10,6 +10,8 @@ import (
 
 	"github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // The share-partitions every scenario writes, and the shape of its writes: a share-partition leader
@@ -32,7 +34,7 @@ const (
 )
 
 // identity is the broker every scenario writes as.
-var identity = sharestate.Identity{BrokerID: 1, PodName: "bench-broker", PodUID: "uid"}
+var identity = persister.Identity{BrokerID: 1, PodName: "bench-broker", PodUID: "uid"}
 
 // stateWrite is the content of one write to one partition.
 type stateWrite struct {
@@ -95,7 +97,7 @@ func createStates(ctx context.Context, c client.Client, namespace string, n int)
 	// The baselines update objects of the very shape the persister writes (its ShareGroup owner
 	// reference and label included, created by its Initialize), so that the comparison measures the
 	// persister's work and not a difference in object size.
-	p, err := sharestate.New(sharestate.Options{Client: c, Namespace: namespace, Identity: identity})
+	p, err := persister.New(persister.Options{Client: c, Namespace: namespace, Identity: identity})
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/plugin"
 	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 var (
@@ -214,7 +216,7 @@ func brokerPod(t *testing.T, ns, name string) *corev1.Pod {
 // broker is a persister standing for a Kafka broker, to create realistic state with.
 type broker struct {
 	t       *testing.T
-	p       *sharestate.Persister
+	p       *persister.Persister
 	groupID string
 }
 
@@ -225,11 +227,11 @@ func newBroker(t *testing.T, ns, groupID string, id int32, pod *corev1.Pod) *bro
 	if err != nil {
 		t.Fatal(err)
 	}
-	identity := sharestate.Identity{BrokerID: id}
+	identity := persister.Identity{BrokerID: id}
 	if pod != nil {
 		identity.PodName, identity.PodUID = pod.Name, string(pod.UID)
 	}
-	p, err := sharestate.New(sharestate.Options{Client: c, Namespace: ns, Identity: identity})
+	p, err := persister.New(persister.Options{Client: c, Namespace: ns, Identity: identity})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 )
 
 // probeTimeout bounds one readiness check of the Kubernetes API for a prober that would wait longer
@@ -54,7 +56,7 @@ func APIServerCheck(cfg *rest.Config) (func(context.Context) error, error) {
 
 // readiness is ready when the server accepts connections and the Kubernetes API answers: without the
 // API every operation would be answered COORDINATOR_NOT_AVAILABLE.
-func readiness(s *Server, apiServer func(context.Context) error) func(context.Context) error {
+func readiness(s *kafkawire.Server, apiServer func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if !s.Serving() {
 			return fmt.Errorf("the Kafka-protocol listener is not serving")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,7 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 )
 
 // Config is what the sidecar process runs with: cmd/sharestate-sidecar's flags.
@@ -37,7 +41,7 @@ type Config struct {
 	// Namespace holds the broker's ShareGroups and SharePartitionStates.
 	Namespace string
 	// Identity is the broker recorded as leader of the partitions it reads and writes.
-	Identity sharestate.Identity
+	Identity persister.Identity
 
 	MaxRequestBytes          int32
 	MaxQueuedRequestBytes    int64
@@ -46,7 +50,7 @@ type Config struct {
 	MaxInFlightPerConnection int
 	// ShutdownTimeout bounds the drain of requests in flight on SIGTERM.
 	ShutdownTimeout time.Duration
-	// OperationTimeout, MaxPendingWrites and MaxCacheBytes are the persister's (sharestate.Options); 0
+	// OperationTimeout, MaxPendingWrites and MaxCacheBytes are the persister's (persister.Options); 0
 	// for its default.
 	OperationTimeout time.Duration
 	MaxPendingWrites int
@@ -122,7 +126,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 }
 
 // newServer builds the persister on a client of its own, and the server on it.
-func newServer(restCfg *rest.Config, cfg Config) (*Server, error) {
+func newServer(restCfg *rest.Config, cfg Config) (*kafkawire.Server, error) {
 	scheme := k8sruntime.NewScheme()
 	if err := v1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -135,18 +139,19 @@ func newServer(restCfg *rest.Config, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	persister, err := sharestate.New(sharestate.Options{
+	store, err := persister.New(persister.Options{
 		Client: writes, BulkClient: bulk, Namespace: cfg.Namespace, Identity: cfg.Identity,
 		OperationTimeout: cfg.OperationTimeout, MaxPendingWrites: cfg.MaxPendingWrites, MaxCacheBytes: cfg.MaxCacheBytes,
-		Logger: cfg.Logger.WithName("persister"),
+		Registerer: ctrlmetrics.Registry, Logger: cfg.Logger.WithName("persister"),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return New(Options{
-		Store: persister, MaxRequestBytes: cfg.MaxRequestBytes, MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
+	return kafkawire.NewServer(kafkawire.ServerOptions{
+		Store: store, MaxRequestBytes: cfg.MaxRequestBytes, MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
 		IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
 		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
+		Registerer: ctrlmetrics.Registry,
 	})
 }
 

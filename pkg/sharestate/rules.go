@@ -3,6 +3,7 @@ package sharestate
 import (
 	"fmt"
 	"math"
+	"unicode/utf8"
 )
 
 // This file is the sequential model of spec §4–§7: what each operation answers and does to one
@@ -28,7 +29,8 @@ type Outcome struct {
 // OK reports whether the outcome is NONE.
 func (o Outcome) OK() bool { return o.Code == ErrNone }
 
-func fail(code ErrorCode, format string, args ...any) Outcome {
+// Fail returns the outcome of code with a formatted message.
+func Fail(code ErrorCode, format string, args ...any) Outcome {
 	return Outcome{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
@@ -44,13 +46,29 @@ type Limits struct {
 // DefaultLimits are Kafka's default in-flight window and the CRD's bound.
 var DefaultLimits = Limits{MaxBatchesPerWrite: 2000, MaxStoredBatches: 10000}
 
+// CheckGroupID refuses a group id that cannot name a share group (spec §4's input checks of our own):
+// empty, longer than 255 bytes, or not UTF-8.
+func CheckGroupID(group string) Outcome {
+	if group == "" {
+		return Fail(ErrInvalidRequest, "group id is missing")
+	}
+	if len(group) > 255 {
+		return Fail(ErrInvalidRequest, "group id is longer than 255 bytes")
+	}
+	if !utf8.ValidString(group) {
+		// Kafka's strings are UTF-8; Kubernetes would store another id than the one asked for.
+		return Fail(ErrInvalidRequest, "group id is not valid UTF-8")
+	}
+	return Outcome{}
+}
+
 // checkKey is checks 1 and 2 of spec §4, common to all five operations.
 func checkKey(topic TopicID, partition int32) Outcome {
 	if topic.IsZero() {
-		return fail(ErrInvalidRequest, "topic id is missing")
+		return Fail(ErrInvalidRequest, "topic id is missing")
 	}
 	if partition < 0 {
-		return fail(ErrInvalidRequest, "partition %d is negative", partition)
+		return Fail(ErrInvalidRequest, "partition %d is negative", partition)
 	}
 	return Outcome{}
 }
@@ -63,19 +81,19 @@ func CheckWriteInput(topic TopicID, p WritePartition, limits Limits) Outcome {
 	}
 	switch {
 	case p.LeaderEpoch < 0:
-		return fail(ErrInvalidRequest, "leader epoch %d is negative", p.LeaderEpoch)
+		return Fail(ErrInvalidRequest, "leader epoch %d is negative", p.LeaderEpoch)
 	case p.StateEpoch < 0:
-		return fail(ErrInvalidRequest, "state epoch %d is negative", p.StateEpoch)
+		return Fail(ErrInvalidRequest, "state epoch %d is negative", p.StateEpoch)
 	case p.StartOffset < -1:
-		return fail(ErrInvalidRequest, "start offset %d is below -1", p.StartOffset)
+		return Fail(ErrInvalidRequest, "start offset %d is below -1", p.StartOffset)
 	case p.DeliveryCompleteCount < -1:
-		return fail(ErrInvalidRequest, "delivery complete count %d is below -1", p.DeliveryCompleteCount)
+		return Fail(ErrInvalidRequest, "delivery complete count %d is below -1", p.DeliveryCompleteCount)
 	case len(p.StateBatches) > limits.MaxBatchesPerWrite:
-		return fail(ErrInvalidRequest, "%d state batches exceed the maximum of %d per write", len(p.StateBatches), limits.MaxBatchesPerWrite)
+		return Fail(ErrInvalidRequest, "%d state batches exceed the maximum of %d per write", len(p.StateBatches), limits.MaxBatchesPerWrite)
 	}
 	for i, b := range p.StateBatches {
 		if err := b.Validate(); err != nil {
-			return fail(ErrInvalidRequest, "state batch %d: %v", i, err)
+			return Fail(ErrInvalidRequest, "state batch %d: %v", i, err)
 		}
 	}
 	return Outcome{}
@@ -85,16 +103,16 @@ func CheckWriteInput(topic TopicID, p WritePartition, limits Limits) Outcome {
 // 5–8 of spec §4, then spec §5's effect. known says whether the topic partition is known (spec §6).
 func ApplyWrite(stored *State, p WritePartition, known bool, limits Limits) (State, Outcome) {
 	if stored == nil {
-		return State{}, fail(ErrInvalidRequest, "write of uninitialized share partition %d", p.Partition)
+		return State{}, Fail(ErrInvalidRequest, "write of uninitialized share partition %d", p.Partition)
 	}
 	if stored.LeaderEpoch > p.LeaderEpoch {
-		return *stored, fail(ErrFencedLeaderEpoch, "leader epoch %d is older than the stored %d", p.LeaderEpoch, stored.LeaderEpoch)
+		return *stored, Fail(ErrFencedLeaderEpoch, "leader epoch %d is older than the stored %d", p.LeaderEpoch, stored.LeaderEpoch)
 	}
 	if stored.StateEpoch > p.StateEpoch {
-		return *stored, fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
+		return *stored, Fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
 	}
 	if !known {
-		return *stored, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+		return *stored, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
 	}
 	next := *stored
 	if p.StartOffset != -1 && p.StartOffset > next.StartOffset {
@@ -105,7 +123,7 @@ func ApplyWrite(stored *State, p WritePartition, known bool, limits Limits) (Sta
 	}
 	next.Batches = CombineBatches(stored.Batches, p.StateBatches, next.StartOffset)
 	if len(next.Batches) > limits.MaxStoredBatches {
-		return *stored, fail(ErrInvalidRequest, "the state would hold %d batches, above the maximum of %d", len(next.Batches), limits.MaxStoredBatches)
+		return *stored, Fail(ErrInvalidRequest, "the state would hold %d batches, above the maximum of %d", len(next.Batches), limits.MaxStoredBatches)
 	}
 	return next, Outcome{}
 }
@@ -116,7 +134,7 @@ func CheckReadInput(topic TopicID, p ReadPartition) Outcome {
 		return o
 	}
 	if p.LeaderEpoch < 0 {
-		return fail(ErrInvalidRequest, "leader epoch %d is negative", p.LeaderEpoch)
+		return Fail(ErrInvalidRequest, "leader epoch %d is negative", p.LeaderEpoch)
 	}
 	return Outcome{}
 }
@@ -125,13 +143,13 @@ func CheckReadInput(topic TopicID, p ReadPartition) Outcome {
 // leader epoch is stored (and fences older leaders); raised says the state must be written.
 func ApplyRead(stored *State, p ReadPartition, known bool) (next State, raised bool, o Outcome) {
 	if stored == nil {
-		return State{}, false, fail(ErrInvalidRequest, "read of uninitialized share partition %d", p.Partition)
+		return State{}, false, Fail(ErrInvalidRequest, "read of uninitialized share partition %d", p.Partition)
 	}
 	if stored.LeaderEpoch > p.LeaderEpoch {
-		return *stored, false, fail(ErrFencedLeaderEpoch, "leader epoch %d is older than the stored %d", p.LeaderEpoch, stored.LeaderEpoch)
+		return *stored, false, Fail(ErrFencedLeaderEpoch, "leader epoch %d is older than the stored %d", p.LeaderEpoch, stored.LeaderEpoch)
 	}
 	if !known {
-		return *stored, false, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+		return *stored, false, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
 	}
 	next = *stored
 	if p.LeaderEpoch > stored.LeaderEpoch {
@@ -147,13 +165,13 @@ func CheckInitializeInput(topic TopicID, p InitializePartition) Outcome {
 		return o
 	}
 	if p.StateEpoch < 0 {
-		return fail(ErrInvalidRequest, "state epoch %d is negative", p.StateEpoch)
+		return Fail(ErrInvalidRequest, "state epoch %d is negative", p.StateEpoch)
 	}
 	if p.StateEpoch >= MaxStateEpoch {
-		return fail(ErrInvalidRequest, "state epoch %d leaves no room for a fence: the highest an Initialize may use is %d", p.StateEpoch, MaxStateEpoch-1)
+		return Fail(ErrInvalidRequest, "state epoch %d leaves no room for a fence: the highest an Initialize may use is %d", p.StateEpoch, MaxStateEpoch-1)
 	}
 	if p.StartOffset < -1 {
-		return fail(ErrInvalidRequest, "start offset %d is below -1", p.StartOffset)
+		return Fail(ErrInvalidRequest, "start offset %d is below -1", p.StartOffset)
 	}
 	return Outcome{}
 }
@@ -170,13 +188,13 @@ const MaxStateEpoch int32 = math.MaxInt32
 // Kafka's coordinator keeps the highest leader epoch it has seen until the state is deleted.
 func ApplyInitialize(stored *State, p InitializePartition, known bool) (next State, reset bool, o Outcome) {
 	if stored != nil && stored.StateEpoch > p.StateEpoch {
-		return *stored, false, fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
+		return *stored, false, Fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
 	}
 	if !known {
 		if stored != nil {
-			return *stored, false, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+			return *stored, false, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
 		}
-		return State{}, false, fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+		return State{}, false, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
 	}
 	if stored != nil && stored.StateEpoch == p.StateEpoch {
 		return *stored, false, Outcome{}

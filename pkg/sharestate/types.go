@@ -24,6 +24,14 @@ const (
 	ErrFencedStateEpoch          ErrorCode = 124
 )
 
+// Error codes the share-partition leader answers its clients with, beyond those of the persister.
+const (
+	// ErrLeaderNotAvailable (5): the share-partition is still loading its state; retriable.
+	ErrLeaderNotAvailable ErrorCode = 5
+	// ErrInvalidRecordState (121): acknowledged records are not acquired by the member.
+	ErrInvalidRecordState ErrorCode = 121
+)
+
 // String returns Kafka's name of the code.
 func (c ErrorCode) String() string {
 	switch c {

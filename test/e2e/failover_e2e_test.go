@@ -112,7 +112,7 @@ func (s *system) startBrokers(ctx context.Context, leaders *leadership) ([]*brok
 	managers := map[int32]*sharestate.Manager{}
 	for i := range int32(e2eBrokers) {
 		b := s.startBroker(ctx, i, 29094+int(i))
-		store, err := kafkawire.New(kafkawire.Options{Address: b.address})
+		store, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: b.address})
 		if err != nil {
 			s.t.Fatal(err)
 		}

@@ -17,8 +17,8 @@ import (
 // DefaultAddress is where the sidecar listens unless told otherwise: loopback, beside the broker.
 const DefaultAddress = "127.0.0.1:9094"
 
-// Options configure a Client. Every field has a default.
-type Options struct {
+// ClientOptions configure a Client. Every field has a default.
+type ClientOptions struct {
 	// Address is the sidecar's host:port (default DefaultAddress).
 	Address string
 	// Connections is the size of the connection pool (default 4). Each connection pipelines: a
@@ -48,7 +48,7 @@ type Options struct {
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
-func (o *Options) setDefaults() error {
+func (o *ClientOptions) setDefaults() error {
 	if o.Address == "" {
 		o.Address = DefaultAddress
 	}
@@ -83,7 +83,7 @@ func orDefault[T int | int32 | time.Duration](v, def T) T {
 // and an error reaching the sidecar (refused, broken or timed-out connection, garbled response) is
 // answered COORDINATOR_NOT_AVAILABLE for each, which Kafka's callers retry.
 type Client struct {
-	opts      Options
+	opts      ClientOptions
 	formatter *kmsg.RequestFormatter
 	slots     []connSlot
 	next      atomic.Uint64
@@ -101,7 +101,7 @@ var (
 )
 
 // New returns a Client. It connects lazily: the first request on each pooled connection dials.
-func New(opts Options) (*Client, error) {
+func NewClient(opts ClientOptions) (*Client, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}

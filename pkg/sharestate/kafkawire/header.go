@@ -1,0 +1,69 @@
+package kafkawire
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// requestHeader is Kafka's request header: v1 (key, version, correlation id, client id), or v2, which
+// adds tagged fields, for the flexible versions of an API.
+type requestHeader struct {
+	key           int16
+	version       int16
+	correlationID int32
+	clientID      *string
+}
+
+var errShortHeader = errors.New("the request is too short for its header")
+
+// parseHeader reads a request's header and returns the body after it. It reads the fixed part
+// first: key, version and correlation id are all a refusal needs. The rest of the header (client id,
+// and tagged fields for a flexible header) is read only for a key this server knows, since only then
+// is the header's version known.
+func parseHeader(frame []byte) (requestHeader, []byte, error) {
+	var h requestHeader
+	b := kbin.Reader{Src: frame}
+	h.key, h.version, h.correlationID = b.Int16(), b.Int16(), b.Int32()
+	if !b.Ok() {
+		return h, nil, errShortHeader
+	}
+	if _, known := LookupAPI(h.key); !known {
+		return h, nil, nil
+	}
+	h.clientID = b.NullableString()
+	if flexibleHeader(h.key, h.version) {
+		kmsg.SkipTags(&b)
+	}
+	if !b.Ok() {
+		return h, nil, errShortHeader
+	}
+	return h, b.Src, nil
+}
+
+// flexibleHeader reports whether a request of this key and version has a v2 header (and its
+// response a v1 header). The share-state APIs are flexible from v0; ApiVersions from v3, and so is
+// any version of it above what this server knows, as Kafka reads it.
+func flexibleHeader(key, version int16) bool {
+	if key == KeyAPIVersions {
+		return version >= 3
+	}
+	return true
+}
+
+// appendResponse appends a response frame: size, correlation id, the header's tagged fields (none)
+// when flexible, and the body kmsg encodes. ApiVersions' response header is always v0, whatever the
+// version, so that a client can read it before it knows which versions the server speaks.
+func appendResponse(dst []byte, h requestHeader, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = kbin.AppendInt32(dst, h.correlationID)
+	if h.key != KeyAPIVersions && flexibleHeader(h.key, h.version) {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

@@ -1,0 +1,216 @@
+package kafkawire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// ServerOptions configure a Server. Store is required; the rest have defaults.
+type ServerOptions struct {
+	// Store answers the five operations.
+	Store sharestate.Store
+	// MaxRequestBytes bounds one request frame (default DefaultMaxRequestBytes, 8 MiB, whose
+	// comment shows why that is enough); a larger one closes its connection, and only that one.
+	MaxRequestBytes int32
+	// MaxQueuedRequestBytes bounds the request bytes the server holds at once, over all connections
+	// (default 4 × MaxRequestBytes; never below MaxRequestBytes), as Kafka's queued.max.request.bytes
+	// does. A request counts from its size field, before its bytes are read, until it is answered;
+	// beyond the bound, readers wait. Its bytes must arrive within RequestTimeout (or IdleTimeout, if
+	// shorter) of its size field, so a slow sender holds its share no longer than that.
+	MaxQueuedRequestBytes int64
+	// IdleTimeout closes a connection that has neither sent a request nor awaited a response for this
+	// long (default 10m, Kafka's connections.max.idle.ms).
+	IdleTimeout time.Duration
+	// RequestTimeout bounds the store's work on one request (default 30s, Kafka's request.timeout.ms,
+	// after which the broker's client stops waiting anyway): the context the store gets ends then,
+	// and the partitions still in progress are answered COORDINATOR_NOT_AVAILABLE.
+	RequestTimeout time.Duration
+	// MaxInFlightPerConnection bounds the requests of one connection read and not yet answered
+	// (default 1024); beyond it the server stops reading that connection until it catches up.
+	MaxInFlightPerConnection int
+	// Logger receives what the server swallows: refused requests, closed connections (default: discard).
+	Logger logr.Logger
+	// Registerer, when set, gets the server's metrics (sharestate_sidecar_*).
+	Registerer prometheus.Registerer
+}
+
+func (o *ServerOptions) setDefaults() error {
+	if o.Store == nil {
+		return errors.New("sidecar: ServerOptions.Store is required")
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.MaxQueuedRequestBytes <= 0 {
+		o.MaxQueuedRequestBytes = 4 * int64(o.MaxRequestBytes)
+	}
+	// Below one frame's worth, a frame of the largest size could never be read.
+	o.MaxQueuedRequestBytes = max(o.MaxQueuedRequestBytes, int64(o.MaxRequestBytes))
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 10 * time.Minute
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	if o.MaxInFlightPerConnection <= 0 {
+		o.MaxInFlightPerConnection = 1024
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return nil
+}
+
+// ErrServerClosed is what Serve returns once Shutdown has begun.
+var ErrServerClosed = errors.New("sidecar: server closed")
+
+// Server serves Kafka's wire protocol on the listeners given to Serve.
+type Server struct {
+	opts    ServerOptions
+	log     logr.Logger
+	metrics *serverMetrics
+
+	// ctx is every request's context. It is not cancelled by a graceful shutdown, which lets requests
+	// in flight finish; only when the shutdown's deadline passes is it cancelled.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// queued is the budget of request bytes held at once (MaxQueuedRequestBytes).
+	queued *semaphore.Weighted
+
+	closing   atomic.Bool
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup // one per connection
+}
+
+// NewServer returns a Server, its metrics registered on opts.Registerer.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	metrics, err := newServerMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("registering the server's metrics: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		opts: opts, log: opts.Logger, metrics: metrics, ctx: ctx, cancel: cancel,
+		queued:    semaphore.NewWeighted(opts.MaxQueuedRequestBytes),
+		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+	}, nil
+}
+
+// Serve accepts connections on ln until Shutdown, and then returns ErrServerClosed.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln) {
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	backoff := time.Duration(0)
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("sidecar: accepting connections: %w", err)
+			}
+			// Out of file descriptors, say: wait and try again rather than give up serving.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Error(err, "Accepting a connection failed", "retryIn", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		s.start(nc)
+	}
+}
+
+func (s *Server) track(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+// start serves a new connection, unless the server is shutting down.
+func (s *Server) start(nc net.Conn) {
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.metrics.connectionsAccepted.Inc()
+	s.metrics.connectionsOpen.Inc()
+	go func() {
+		defer s.wg.Done()
+		reason := c.serve()
+		s.metrics.connectionsOpen.Dec()
+		s.metrics.connectionsClosed.WithLabelValues(reason).Inc()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+}
+
+// Shutdown stops accepting connections and reading requests, and waits until every request already
+// read is answered and its connection closed. If ctx ends first, it cancels the requests still in
+// flight (the store answers them COORDINATOR_NOT_AVAILABLE), closes every connection, and returns
+// ctx's error once the connections are gone.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing.Store(true)
+	for ln := range s.listeners {
+		_ = ln.Close()
+	}
+	for c := range s.conns {
+		c.stopReading()
+	}
+	s.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() { s.wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+	}
+	s.cancel()
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.nc.Close()
+	}
+	s.mu.Unlock()
+	<-drained
+	return fmt.Errorf("sidecar: shutdown cut short: %w", ctx.Err())
+}
+
+// Serving reports whether the server accepts connections: between Serve and Shutdown.
+func (s *Server) Serving() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closing.Load() && len(s.listeners) > 0
+}

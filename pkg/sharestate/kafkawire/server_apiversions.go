@@ -1,0 +1,59 @@
+package kafkawire
+
+import (
+	"context"
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// softwarePattern is what Kafka requires of ApiVersions' client software name and version (v3+).
+var softwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// decodeAPIVersions answers ApiVersions. It needs no store, so its answer is ready at once; it still
+// goes out in its turn behind the requests before it.
+func decodeAPIVersions(version int16, body []byte) (serveFunc, error) {
+	api, _ := LookupAPI(KeyAPIVersions)
+	if !api.Supports(version) {
+		// KIP-511: a version this server does not know is not decoded. The answer is v0, which every
+		// client reads, with UNSUPPORTED_VERSION and the ApiVersions versions to retry with.
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.ErrorCode = int16(sharestate.ErrUnsupportedVersion)
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{apiKey(api)}
+		return answer(resp, sharestate.ErrUnsupportedVersion), nil
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = version
+	if err := req.ReadFrom(body); err != nil {
+		return nil, &refusal{reason: closedMalformed, api: kmsg.NameForKey(KeyAPIVersions),
+			code: sharestate.ErrInvalidRequest, err: err}
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = version
+	if version >= 3 && !validSoftware(req) {
+		resp.ErrorCode = int16(sharestate.ErrInvalidRequest)
+		return answer(resp, sharestate.ErrInvalidRequest), nil
+	}
+	for _, a := range APIs {
+		resp.ApiKeys = append(resp.ApiKeys, apiKey(a))
+	}
+	return answer(resp, sharestate.ErrNone), nil
+}
+
+// validSoftware reports whether ApiVersions names the client's software as Kafka requires (v3+).
+func validSoftware(req *kmsg.ApiVersionsRequest) bool {
+	return softwarePattern.MatchString(req.ClientSoftwareName) && softwarePattern.MatchString(req.ClientSoftwareVersion)
+}
+
+func apiKey(a API) kmsg.ApiVersionsResponseApiKey {
+	k := kmsg.NewApiVersionsResponseApiKey()
+	k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
+	return k
+}
+
+// answer serves a response computed in advance.
+func answer(resp kmsg.Response, code sharestate.ErrorCode) serveFunc {
+	return func(context.Context, sharestate.Store) (kmsg.Response, sharestate.ErrorCode) { return resp, code }
+}

@@ -1,0 +1,95 @@
+package persister
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sharestate/sharestate-operator/internal/metricsreg"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// persisterMetrics are a persister's metrics, registered on the Registerer of its options. Persisters
+// that share a registry (the operator keeps one per namespace) share the metrics. Every label has a
+// small, fixed set of values.
+type persisterMetrics struct {
+	operations      *prometheus.CounterVec
+	writeDuration   prometheus.Histogram
+	apiRequests     *prometheus.CounterVec
+	conflicts       prometheus.Counter
+	writesPerUpdate prometheus.Histogram
+	statusBytes     prometheus.Histogram
+}
+
+func newPersisterMetrics(reg prometheus.Registerer) (*persisterMetrics, error) {
+	m := &persisterMetrics{
+		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sharestate_persister_operations_total",
+			Help: "Per-partition persister operations, by operation and result (a Kafka error code name).",
+		}, []string{"operation", "result"}),
+		writeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sharestate_persister_write_duration_seconds",
+			Help:    "Time from a partition's Write being queued to its answer.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sharestate_persister_api_requests_total",
+			Help: "Requests the persister made to the Kubernetes API, by verb and outcome.",
+		}, []string{"verb", "outcome"}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sharestate_persister_conflicts_total",
+			Help: "Status updates refused because the object had changed (or gone) since it was read.",
+		}),
+		writesPerUpdate: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sharestate_persister_writes_per_update",
+			Help:    "Writes of one partition combined into one status update (group commit).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+		}),
+		statusBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sharestate_persister_status_bytes",
+			Help:    "Estimated size of the status stored by each update.",
+			Buckets: prometheus.ExponentialBuckets(512, 2, 12),
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	m.operations, err = metricsreg.Register(reg, m.operations)
+	if err == nil {
+		m.writeDuration, err = metricsreg.Register(reg, m.writeDuration)
+	}
+	if err == nil {
+		m.apiRequests, err = metricsreg.Register(reg, m.apiRequests)
+	}
+	if err == nil {
+		m.conflicts, err = metricsreg.Register(reg, m.conflicts)
+	}
+	if err == nil {
+		m.writesPerUpdate, err = metricsreg.Register(reg, m.writesPerUpdate)
+	}
+	if err == nil {
+		m.statusBytes, err = metricsreg.Register(reg, m.statusBytes)
+	}
+	return m, err
+}
+
+func (m *persisterMetrics) apiRequest(verb string, err error) {
+	outcome := "success"
+	switch classify(err) {
+	case classOK:
+	case classConflict:
+		outcome = "conflict"
+	case classNotFound:
+		outcome = "not_found"
+	case classExists:
+		outcome = "already_exists"
+	case classRetriable:
+		outcome = "unavailable"
+	default:
+		outcome = "refused"
+	}
+	m.apiRequests.WithLabelValues(verb, outcome).Inc()
+}
+
+func (m *persisterMetrics) operation(op string, code sharestate.ErrorCode) {
+	m.operations.WithLabelValues(op, code.String()).Inc()
+}

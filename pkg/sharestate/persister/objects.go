@@ -1,0 +1,145 @@
+package persister
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// This file maps a share-partition's State to and from the status of its SharePartitionState.
+
+// stateOf returns the state an object holds: nil when it is absent or not initialized yet (created,
+// but its first status write did not happen), and an error when its stored batches are corrupt.
+func stateOf(obj *v1.SharePartitionState) (*sharestate.State, error) {
+	if obj == nil || obj.Status.CreateTime == nil {
+		return nil, nil
+	}
+	stored := make([]string, len(obj.Status.StateBatches))
+	for i, b := range obj.Status.StateBatches {
+		stored[i] = string(b)
+	}
+	batches, err := sharestate.DecodeBatches(stored)
+	if err != nil {
+		return nil, fmt.Errorf("stored state of %s/%s is corrupt: %w", obj.Namespace, obj.Name, err)
+	}
+	return &sharestate.State{
+		StateEpoch:            obj.Status.StateEpoch,
+		LeaderEpoch:           obj.Status.LeaderEpoch,
+		StartOffset:           obj.Status.StartOffset,
+		DeliveryCompleteCount: obj.Status.DeliveryCompleteCount,
+		Batches:               batches,
+	}, nil
+}
+
+// setState writes st into the object's status, keeping what the operator owns (conditions,
+// observedGeneration) as it is.
+func setState(obj *v1.SharePartitionState, st sharestate.State) {
+	obj.Status.StateEpoch = st.StateEpoch
+	obj.Status.LeaderEpoch = st.LeaderEpoch
+	obj.Status.StartOffset = st.StartOffset
+	obj.Status.DeliveryCompleteCount = st.DeliveryCompleteCount
+	obj.Status.StateBatches = encodeStateBatches(st.Batches)
+}
+
+func encodeStateBatches(batches []sharestate.StateBatch) []v1.StateBatch {
+	if len(batches) == 0 {
+		return nil
+	}
+	out := make([]v1.StateBatch, len(batches))
+	for i, b := range batches {
+		out[i] = v1.StateBatch(sharestate.FormatBatch(b))
+	}
+	return out
+}
+
+// resetState replaces the object's state with a fresh one (Initialize at a higher state epoch).
+func resetState(obj *v1.SharePartitionState, st sharestate.State, now metav1.Time) {
+	setState(obj, st)
+	obj.Status.Leader = nil
+	obj.Status.CreateTime = &now
+	obj.Status.WriteTime = &now
+	obj.Status.WriteCount = 0
+}
+
+// recordWrite stamps a write: its time, the write counter and the leader that made it.
+func recordWrite(obj *v1.SharePartitionState, id Identity, leaderEpoch int32, now metav1.Time) {
+	obj.Status.WriteTime = &now
+	obj.Status.WriteCount++
+	recordLeader(obj, id, leaderEpoch, now)
+}
+
+// recordLeader records the caller as the partition's leader. since moves only when the leader or its
+// epoch changes, so it says how long the current leadership has lasted.
+func recordLeader(obj *v1.SharePartitionState, id Identity, leaderEpoch int32, now metav1.Time) {
+	if isLeader(obj, id, leaderEpoch) {
+		return
+	}
+	obj.Status.Leader = &v1.LeaderRef{
+		BrokerID: id.BrokerID, PodName: id.PodName, PodUID: id.PodUID,
+		LeaderEpoch: leaderEpoch, Since: now,
+	}
+}
+
+// isLeader reports whether the object already records the caller, at that leader epoch, as leader.
+func isLeader(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) bool {
+	l := obj.Status.Leader
+	return l != nil && l.BrokerID == id.BrokerID && l.PodName == id.PodName && l.PodUID == id.PodUID &&
+		l.LeaderEpoch == leaderEpoch
+}
+
+// fencedPod refuses a Read or Write from the pod the operator fenced because it is gone (spec §9,
+// status.fencedLeader): the same pod UID at a leader epoch no higher than the one it was fenced at.
+// Without it a terminating broker, told FENCED, would Read again, as Kafka's share-partition leader
+// does, and become the recorded leader once more. A leader epoch above the fenced one is a new
+// leadership that Kafka's controller granted, and is let through.
+func fencedPod(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) sharestate.Outcome {
+	f := obj.Status.FencedLeader
+	if f == nil || f.PodUID == "" || f.PodUID != id.PodUID || leaderEpoch > f.LeaderEpoch {
+		return sharestate.Outcome{}
+	}
+	return sharestate.Fail(sharestate.ErrFencedLeaderEpoch, "pod %s (uid %s) was fenced at leader epoch %d because it is gone; leader epoch %d does not lead",
+		f.PodName, f.PodUID, f.LeaderEpoch, leaderEpoch)
+}
+
+// newObject is a SharePartitionState for the key, owned by its ShareGroup.
+func newObject(namespace string, key partitionKey, owner *v1.ShareGroup) *v1.SharePartitionState {
+	obj := &v1.SharePartitionState{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      key.objectName(),
+			Labels:    map[string]string{v1.LabelShareGroup: owner.Name},
+		},
+		Spec: v1.SharePartitionStateSpec{
+			GroupID:   v1.GroupID(key.group),
+			TopicID:   v1.TopicID(key.topic.String()),
+			Partition: key.partition,
+		},
+	}
+	obj.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, v1.GroupVersion.WithKind("ShareGroup"))}
+	return obj
+}
+
+// partitionKey identifies a share-partition.
+type partitionKey struct {
+	group     string
+	topic     sharestate.TopicID
+	partition int32
+}
+
+func (k partitionKey) objectName() string {
+	return v1.SharePartitionStateName(k.group, k.topic.String(), k.partition)
+}
+
+// estimateStatusBytes estimates the JSON size of a stored status: the batches dominate it. It avoids
+// marshalling the status again on the write path just to measure it.
+func estimateStatusBytes(obj *v1.SharePartitionState) int {
+	n := 400 // the fixed fields, leader and times
+	for _, b := range obj.Status.StateBatches {
+		n += len(b) + 3
+	}
+	return n
+}

@@ -1,0 +1,126 @@
+package persister
+
+import (
+	"context"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// write validates one partition's Write and queues it behind the partition's update in flight, if
+// any; the first writer of a burst starts the slot's committer. There is no linger: an idle
+// partition's write goes out at once.
+func (p *Persister) write(ctx context.Context, group string, topic sharestate.TopicID, in sharestate.WritePartition) sharestate.Outcome {
+	if o := sharestate.CheckGroupID(group); !o.OK() {
+		return o
+	}
+	if o := sharestate.CheckWriteInput(topic, in, p.opts.Limits); !o.OK() {
+		return o
+	}
+	known, err := p.topology.known(ctx, group, topic, in.Partition)
+	if err != nil {
+		return unavailable(err)
+	}
+	s := p.slots.get(partitionKey{group: group, topic: topic, partition: in.Partition})
+	w := &pendingWrite{req: in, known: known, done: make(chan sharestate.Outcome, 1)}
+	queued, start := s.enqueue(w, p.opts.MaxPendingWrites)
+	if !queued {
+		return sharestate.Fail(sharestate.ErrCoordinatorLoadInProgress, "%d writes are already queued for partition %d", p.opts.MaxPendingWrites, in.Partition)
+	}
+	if start {
+		// The first writer of a burst commits the first round itself: an idle partition's write
+		// costs no handoff to another goroutine. Writes that queued meanwhile go on in the background.
+		p.commitRound(s)
+		if more := s.take(p.opts.MaxWritesPerUpdate); more != nil {
+			go func() {
+				p.commit(s, more)
+				p.commitLoop(s)
+			}()
+		}
+	}
+	select {
+	case o := <-w.done:
+		return o
+	case <-ctx.Done():
+		// The operation's time is up, perhaps spent queued behind a stalled update. The write may
+		// still be applied: the caller only stops waiting, and is told it is unknown.
+		return unavailable(ctx.Err())
+	}
+}
+
+// commitLoop commits the slot's queue, one status update per round, until the queue is empty.
+func (p *Persister) commitLoop(s *slot) {
+	for p.commitRound(s) {
+	}
+}
+
+// commitRound commits what is queued, up to MaxWritesPerUpdate writes; false when nothing was (and
+// the slot's committer is then done).
+func (p *Persister) commitRound(s *slot) bool {
+	ops := s.take(p.opts.MaxWritesPerUpdate)
+	if ops == nil {
+		return false
+	}
+	p.commit(s, ops)
+	return true
+}
+
+// commit stores ops in one status update and answers each of them.
+func (p *Persister) commit(s *slot, ops []*pendingWrite) {
+	p.metrics.writesPerUpdate.Observe(float64(len(ops)))
+	for i, o := range p.commitWrites(s, ops) {
+		ops[i].done <- o
+	}
+}
+
+// commitWrites applies the queued writes, in queue order, to the partition's state and stores the
+// result in one conditional status update. Each write is validated against the state the writes before
+// it left (spec §4), so a fenced write fails alone and the others go on.
+func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []sharestate.Outcome {
+	// The committer serves many callers; none of their contexts may cut it short.
+	ctx, cancel := p.operationContext(context.Background())
+	defer cancel()
+	outcomes := make([]sharestate.Outcome, len(ops))
+	compute := func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+		stored, err := stateOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		now := p.now()
+		var write *v1.SharePartitionState
+		current := stored
+		for i, w := range ops {
+			next, o := sharestate.ApplyWrite(current, w.req, w.known, p.opts.Limits)
+			if o.OK() {
+				// After the epoch checks: a fenced pod's write at its old state epoch is answered
+				// FENCED_STATE_EPOCH, as spec §9 says; one at the new state epoch is refused here.
+				o = fencedPod(obj, p.opts.Identity, w.req.LeaderEpoch)
+			}
+			outcomes[i] = o
+			if !o.OK() {
+				continue
+			}
+			if write == nil {
+				write = obj.DeepCopy()
+			}
+			current = &next
+			recordWrite(write, p.opts.Identity, w.req.LeaderEpoch, now)
+		}
+		if write != nil {
+			setState(write, *current)
+		}
+		return write, nil
+	}
+	obj, result, err := p.updateLoop(ctx, p.opts.Client, s.key, s.cachedObject(), compute)
+	if !loopEnded(result) {
+		s.remember(nil)
+		o := p.outcomeOf(s.key, result, err)
+		for i := range outcomes {
+			outcomes[i] = o
+		}
+		return outcomes
+	}
+	s.remember(obj)
+	return outcomes
+}

@@ -1,0 +1,142 @@
+package persister
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/internal/fanout"
+)
+
+// Persister implements the share-state persister's five operations (spec §2) against
+// SharePartitionState objects. It is safe for concurrent use; several persisters (one per broker pod)
+// may serve the same partitions: every status write is conditional on the resourceVersion it was
+// computed from. Every operation answers per partition, in the request's order: one partition's error
+// never fails the others.
+type Persister struct {
+	opts     Options
+	slots    *slotTable
+	topology *topology
+	metrics  *persisterMetrics
+	log      logr.Logger
+}
+
+// New returns a Persister, its metrics registered on opts.Registerer.
+func New(opts Options) (*Persister, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	metrics, err := newPersisterMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("registering the persister's metrics: %w", err)
+	}
+	p := &Persister{
+		opts:    opts,
+		slots:   newSlotTable(opts.MaxCachedPartitions, opts.MaxCacheBytes),
+		metrics: metrics,
+		log:     opts.Logger,
+	}
+	p.topology = newTopology(opts.Client, opts.Namespace, opts.TopologyTTL, opts.Now, p.withRetry)
+	return p, nil
+}
+
+// Initialize creates or resets the state of each partition (spec §5): a fresh state at a higher state
+// epoch, nothing at an equal one. It creates the SharePartitionState, and the group's ShareGroup if
+// there is none, which then owns it.
+func (p *Persister) Initialize(ctx context.Context, req sharestate.InitializeRequest) sharestate.InitializeResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.InitializePartition) sharestate.PartitionResult {
+		return p.answer("initialize", in.Partition, p.initialize(ctx, req.GroupID, topic, in))
+	})
+}
+
+// Read returns each partition's state (spec §5), first storing a higher leader epoch, which fences
+// older leaders, and recording this persister's broker as the leader.
+func (p *Persister) Read(ctx context.Context, req sharestate.ReadRequest) sharestate.ReadResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadPartition) sharestate.ReadResult {
+		res := p.read(ctx, req.GroupID, topic, in)
+		res.PartitionResult = p.answer("read", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
+		return res
+	})
+}
+
+// Write combines each partition's new state batches into its stored state (spec §5, §7). Writes of one
+// partition that arrive while an update of it is in flight go together into the next update.
+func (p *Persister) Write(ctx context.Context, req sharestate.WriteRequest) sharestate.WriteResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.WritePartition) sharestate.PartitionResult {
+		start := time.Now()
+		o := p.write(ctx, req.GroupID, topic, in)
+		p.metrics.writeDuration.Observe(time.Since(start).Seconds())
+		return p.answer("write", in.Partition, o)
+	})
+}
+
+// Delete removes each partition's state; deleting what does not exist succeeds.
+func (p *Persister) Delete(ctx context.Context, req sharestate.DeleteRequest) sharestate.DeleteResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.DeletePartition) sharestate.PartitionResult {
+		return p.answer("delete", in.Partition, p.delete(ctx, req.GroupID, topic, in))
+	})
+}
+
+// ReadSummary returns each partition's epochs, start offset and delivery-complete count; a partition
+// with no state is not an error (spec §5). It never writes.
+func (p *Persister) ReadSummary(ctx context.Context, req sharestate.ReadSummaryRequest) sharestate.ReadSummaryResponse {
+	ctx, cancel := p.operationContext(ctx)
+	defer cancel()
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadSummaryPartition) sharestate.ReadSummaryResult {
+		res := p.readSummary(ctx, req.GroupID, topic, in)
+		res.PartitionResult = p.answer("read_summary", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
+		return res
+	})
+}
+
+// answer counts the outcome and makes it a partition's result.
+func (p *Persister) answer(op string, partition int32, o sharestate.Outcome) sharestate.PartitionResult {
+	p.metrics.operation(op, o.Code)
+	return sharestate.PartitionResult{Partition: partition, ErrorCode: o.Code, ErrorMessage: o.Message}
+}
+
+// operationContext bounds a request, retries included, by OperationTimeout. The whole request shares
+// the one deadline: every partition is answered within it, however many partitions wait for their
+// turn or queue behind another update of theirs.
+func (p *Persister) operationContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.opts.OperationTimeout)
+}
+
+func (p *Persister) now() metav1.Time { return metav1.NewTime(p.opts.Now()) }
+
+// outcomeOf maps how an update loop ended to a partition's answer, when the computed answer cannot
+// stand: the API server could not be reached (retriable) or something is wrong with the object.
+func (p *Persister) outcomeOf(key partitionKey, result updateResult, err error) sharestate.Outcome {
+	switch result {
+	case updateUnknown, updateUnavailable:
+		return unavailable(err)
+	default:
+		p.log.Error(err, "Share-partition state could not be used", "group", key.group, "topicId", key.topic.String(), "partition", key.partition)
+		return sharestate.Fail(sharestate.ErrUnknownServerError, "%v", err)
+	}
+}
+
+// loopEnded reports whether an update loop's computed answers stand.
+func loopEnded(result updateResult) bool {
+	return result == updateWritten || result == updateNoWrite
+}
+
+// leaderRecorded is true when obj needs no write to record this persister as leader at leaderEpoch.
+func (p *Persister) leaderRecorded(obj *v1.SharePartitionState, leaderEpoch int32) bool {
+	return isLeader(obj, p.opts.Identity, leaderEpoch)
+}

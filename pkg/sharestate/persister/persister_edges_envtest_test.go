@@ -1,0 +1,96 @@
+package persister_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// The leader-epoch fence survives a reset (spec §5): a leader fenced before an Initialize at a higher
+// state epoch stays fenced after it, and only Delete starts the leader epoch from 0 again.
+func TestLeaderFenceSurvivesReset(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	p := newPersister(t, ns, 1)
+
+	expectCode(t, "initialize at 0", initialize(t, p, "g", 0, 0, -1), sharestate.ErrNone)
+	expectCode(t, "read at leader epoch 3", read(t, p, "g", 0, 3).PartitionResult, sharestate.ErrNone)
+	expectCode(t, "reset at state epoch 1", initialize(t, p, "g", 0, 1, -1), sharestate.ErrNone)
+	expectCode(t, "read at leader epoch 1 after the reset", read(t, p, "g", 0, 1).PartitionResult, sharestate.ErrFencedLeaderEpoch)
+	expectCode(t, "write at leader epoch 2 after the reset", write(t, p, "g", writeOf(1, 2, -1)), sharestate.ErrFencedLeaderEpoch)
+	if s := summary(t, p, "g", 0); s.LeaderEpoch != 3 || s.StateEpoch != 1 {
+		t.Fatalf("summary after the reset: %+v, want leader epoch 3 at state epoch 1", s)
+	}
+	expectCode(t, "read at leader epoch 3 after the reset", read(t, p, "g", 0, 3).PartitionResult, sharestate.ErrNone)
+
+	expectCode(t, "delete", remove(t, p, "g", 0), sharestate.ErrNone)
+	expectCode(t, "initialize after delete", initialize(t, p, "g", 0, 0, -1), sharestate.ErrNone)
+	expectCode(t, "read at leader epoch 1 after delete", read(t, p, "g", 0, 1).PartitionResult, sharestate.ErrNone)
+}
+
+// No Initialize may leave the state epoch where the operator could not fence it (spec §5, §9).
+func TestInitializeLeavesRoomForAFence(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	p := newPersister(t, ns, 1)
+
+	expectCode(t, "initialize at MaxInt32", initialize(t, p, "g", 0, math.MaxInt32, -1), sharestate.ErrInvalidRequest)
+	expectCode(t, "initialize at MaxInt32-1", initialize(t, p, "g", 0, math.MaxInt32-1, -1), sharestate.ErrNone)
+	if s := summary(t, p, "g", 0); s.StateEpoch != math.MaxInt32-1 {
+		t.Fatalf("summary: %+v", s)
+	}
+}
+
+// A group id the persister cannot store under its own name is answered per partition, and the
+// persister goes on serving (it used to dereference a nil ShareGroup).
+func TestInitializeWhenGroupNameIsTaken(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	p := newPersister(t, ns, 1)
+
+	squatter := &v1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName("orders")},
+		Spec:       v1.ShareGroupSpec{GroupID: "payments"},
+	}
+	if err := env.Client.Create(context.Background(), squatter); err != nil {
+		t.Fatal(err)
+	}
+	req := sharestate.InitializeRequest{GroupID: "orders", Topics: []sharestate.TopicData[sharestate.InitializePartition]{
+		{TopicID: topicA, Partitions: []sharestate.InitializePartition{{Partition: 0}, {Partition: 1, StartOffset: -1}, {Partition: -1}}},
+		{TopicID: topicB, Partitions: []sharestate.InitializePartition{{Partition: 0}}},
+	}}
+	resp := p.Initialize(context.Background(), req)
+	want := [][]sharestate.ErrorCode{
+		{sharestate.ErrUnknownServerError, sharestate.ErrUnknownServerError, sharestate.ErrInvalidRequest},
+		{sharestate.ErrUnknownServerError},
+	}
+	for ti, topic := range resp.Topics {
+		for pi, r := range topic.Partitions {
+			if r.ErrorCode != want[ti][pi] {
+				t.Errorf("topic %d partition %d: got %s (%q), want %s", ti, r.Partition, r.ErrorCode, r.ErrorMessage, want[ti][pi])
+			}
+		}
+	}
+	// The squatter's own group and other groups are served as before.
+	expectCode(t, "the squatter's group", initialize(t, p, "payments", 0, 0, -1), sharestate.ErrNone)
+	expectCode(t, "another group", initialize(t, p, "invoices", 0, 0, -1), sharestate.ErrNone)
+}
+
+func TestInvalidUTF8GroupIDIsRefused(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	p := newPersister(t, ns, 1)
+
+	bad := "orders\xff\xfe"
+	expectCode(t, "initialize", initialize(t, p, bad, 0, 0, -1), sharestate.ErrInvalidRequest)
+	expectCode(t, "read", read(t, p, bad, 0, 0).PartitionResult, sharestate.ErrInvalidRequest)
+	expectCode(t, "write", write(t, p, bad, writeOf(0, 0, -1)), sharestate.ErrInvalidRequest)
+	expectCode(t, "summary", summary(t, p, bad, 0).PartitionResult, sharestate.ErrInvalidRequest)
+	expectCode(t, "delete", remove(t, p, bad, 0), sharestate.ErrInvalidRequest)
+}

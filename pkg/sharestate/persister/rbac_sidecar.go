@@ -1,0 +1,9 @@
+package persister
+
+// What the sidecar needs beyond the persister's rules (doc.go): its metrics endpoint has the API
+// server review each scrape's token and access, as the operator's does. These two rules are
+// cluster-scoped, which a RoleBinding cannot grant: the chart grants them to the brokers' service
+// account with a ClusterRoleBinding, and only while the sidecar serves its metrics securely.
+// `make manifests` turns them into config/rbac/sidecar/role.yaml with the persister's.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
