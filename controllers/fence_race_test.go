@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // A leader writes while the operator fences it, many times over: every write answered NONE must be

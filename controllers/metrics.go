@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // fencesTotal counts the fences the operator made, by reason (a condition reason: a small fixed set).
@@ -69,7 +69,7 @@ func (c *PartitionsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *PartitionsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var partitions v1.SharePartitionStateList
+	var partitions sharestatev1.SharePartitionStateList
 	if err := c.reader.List(ctx, &partitions); err == nil {
 		var initialized, fenced, withLeader float64
 		for i := range partitions.Items {
@@ -89,12 +89,12 @@ func (c *PartitionsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, fenced, "fenced")
 		ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, withLeader, "with_leader")
 	}
-	var groups v1.ShareGroupList
+	var groups sharestatev1.ShareGroupList
 	if err := c.reader.List(ctx, &groups); err == nil {
 		counts := map[metav1.ConditionStatus]float64{metav1.ConditionTrue: 0, metav1.ConditionFalse: 0, metav1.ConditionUnknown: 0}
 		for i := range groups.Items {
 			status := metav1.ConditionUnknown
-			if c := meta.FindStatusCondition(groups.Items[i].Status.Conditions, v1.ConditionReady); c != nil {
+			if c := meta.FindStatusCondition(groups.Items[i].Status.Conditions, sharestatev1.ConditionReady); c != nil {
 				status = c.Status
 			}
 			counts[status]++

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // groupIDIndex indexes ShareGroups and SharePartitionStates by their Kafka group id.
@@ -58,23 +58,23 @@ func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 	}
 	r.persisters.client = r.LiveClient
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &v1.SharePartitionState{}, groupIDIndex, func(o client.Object) []string {
-		return []string{string(o.(*v1.SharePartitionState).Spec.GroupID)}
+	if err := indexer.IndexField(ctx, &sharestatev1.SharePartitionState{}, groupIDIndex, func(o client.Object) []string {
+		return []string{string(o.(*sharestatev1.SharePartitionState).Spec.GroupID)}
 	}); err != nil {
 		return fmt.Errorf("indexing SharePartitionStates by group id: %w", err)
 	}
-	if err := indexer.IndexField(ctx, &v1.ShareGroup{}, groupIDIndex, func(o client.Object) []string {
-		return []string{string(o.(*v1.ShareGroup).Spec.GroupID)}
+	if err := indexer.IndexField(ctx, &sharestatev1.ShareGroup{}, groupIDIndex, func(o client.Object) []string {
+		return []string{string(o.(*sharestatev1.ShareGroup).Spec.GroupID)}
 	}); err != nil {
 		return fmt.Errorf("indexing ShareGroups by group id: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharegroup").
 		// The group's own status writes must not reconcile it again: only spec changes and deletion.
-		For(&v1.ShareGroup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted()))).
+		For(&sharestatev1.ShareGroup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted()))).
 		// Partitions map to their group by group id (an index), which also finds the ones to adopt;
 		// the persister's ordinary writes are filtered out (see partitionLeadershipChanged).
-		Watches(&v1.SharePartitionState{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf),
+		Watches(&sharestatev1.SharePartitionState{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf),
 			builder.WithPredicates(partitionLeadershipChanged())).
 		Complete(r)
 }
@@ -87,11 +87,11 @@ func deletionStarted() predicate.Funcs {
 }
 
 func (r *ShareGroupReconciler) groupsOf(ctx context.Context, o client.Object) []ctrl.Request {
-	sps, ok := o.(*v1.SharePartitionState)
+	sps, ok := o.(*sharestatev1.SharePartitionState)
 	if !ok {
 		return nil
 	}
-	var groups v1.ShareGroupList
+	var groups sharestatev1.ShareGroupList
 	if err := r.Client.List(ctx, &groups, client.InNamespace(sps.Namespace), client.MatchingFields{groupIDIndex: string(sps.Spec.GroupID)}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the groups of a partition", "sharePartitionState", klog.KObj(sps))
 		return nil
@@ -110,7 +110,7 @@ func (r *ShareGroupReconciler) groupsOf(ctx context.Context, o client.Object) []
 
 // Reconcile adopts, resets and aggregates the group, or deletes its state when the group is deleted.
 func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	sg := &v1.ShareGroup{}
+	sg := &sharestatev1.ShareGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -118,9 +118,9 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !sg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, sg)
 	}
-	if !controllerutil.ContainsFinalizer(sg, v1.FinalizerPartitionState) {
+	if !controllerutil.ContainsFinalizer(sg, sharestatev1.FinalizerPartitionState) {
 		patch := client.MergeFrom(sg.DeepCopy())
-		controllerutil.AddFinalizer(sg, v1.FinalizerPartitionState)
+		controllerutil.AddFinalizer(sg, sharestatev1.FinalizerPartitionState)
 		if err := r.Client.Patch(ctx, sg, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
@@ -149,8 +149,8 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // adoptPartitions returns the group's partitions, first making the group the controller of those
 // that have none (created before the group, or by hand) and labelling them with the group's name.
-func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *v1.ShareGroup) ([]v1.SharePartitionState, error) {
-	var list v1.SharePartitionStateList
+func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]sharestatev1.SharePartitionState, error) {
+	var list sharestatev1.SharePartitionStateList
 	if err := r.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingFields{groupIDIndex: string(sg.Spec.GroupID)}); err != nil {
 		return nil, fmt.Errorf("listing the partitions: %w", err)
 	}
@@ -160,7 +160,7 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *v1.Share
 		if owner := metav1.GetControllerOf(sps); owner != nil && owner.UID != sg.UID {
 			continue // another ShareGroup with the same group id holds it
 		}
-		if metav1.GetControllerOf(sps) == nil || sps.Labels[v1.LabelShareGroup] != sg.Name {
+		if metav1.GetControllerOf(sps) == nil || sps.Labels[sharestatev1.LabelShareGroup] != sg.Name {
 			patch := client.MergeFrom(sps.DeepCopy())
 			if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
 				return nil, err
@@ -168,7 +168,7 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *v1.Share
 			if sps.Labels == nil {
 				sps.Labels = map[string]string{}
 			}
-			sps.Labels[v1.LabelShareGroup] = sg.Name
+			sps.Labels[sharestatev1.LabelShareGroup] = sg.Name
 			if err := r.Client.Patch(ctx, sps, patch); err != nil {
 				return nil, fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
 			}
@@ -179,23 +179,23 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *v1.Share
 }
 
 // finalize deletes the group's partition state, and lets the group go once none is left.
-func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *v1.ShareGroup) error {
-	if !controllerutil.ContainsFinalizer(sg, v1.FinalizerPartitionState) {
+func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *sharestatev1.ShareGroup) error {
+	if !controllerutil.ContainsFinalizer(sg, sharestatev1.FinalizerPartitionState) {
 		return nil
 	}
-	selector := []client.DeleteAllOfOption{client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}}
-	if err := r.Client.DeleteAllOf(ctx, &v1.SharePartitionState{}, selector...); err != nil {
+	selector := []client.DeleteAllOfOption{client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}}
+	if err := r.Client.DeleteAllOf(ctx, &sharestatev1.SharePartitionState{}, selector...); err != nil {
 		return fmt.Errorf("deleting the group's partition state: %w", err)
 	}
-	var left v1.SharePartitionStateList
-	if err := r.APIReader.List(ctx, &left, client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}); err != nil {
+	var left sharestatev1.SharePartitionStateList
+	if err := r.APIReader.List(ctx, &left, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}); err != nil {
 		return fmt.Errorf("listing the group's partition state: %w", err)
 	}
 	if len(left.Items) > 0 {
 		return fmt.Errorf("%d partition states of the group are still being deleted", len(left.Items))
 	}
 	patch := client.MergeFrom(sg.DeepCopy())
-	controllerutil.RemoveFinalizer(sg, v1.FinalizerPartitionState)
+	controllerutil.RemoveFinalizer(sg, sharestatev1.FinalizerPartitionState)
 	if err := r.Client.Patch(ctx, sg, patch); err != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}

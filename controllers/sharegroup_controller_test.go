@@ -13,20 +13,20 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // declaredGroup creates a ShareGroup that declares topicA with the given partition count.
-func declaredGroup(t *testing.T, ns, group string, partitions int32) *v1.ShareGroup {
+func declaredGroup(t *testing.T, ns, group string, partitions int32) *sharestatev1.ShareGroup {
 	t.Helper()
-	sg := &v1.ShareGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName(group)},
-		Spec: v1.ShareGroupSpec{GroupID: v1.GroupID(group),
-			Topics: []v1.ShareGroupTopic{{TopicID: v1.TopicID(topicA.String()), Name: "orders", Partitions: partitions}}},
+	sg := &sharestatev1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName(group)},
+		Spec: sharestatev1.ShareGroupSpec{GroupID: sharestatev1.GroupID(group),
+			Topics: []sharestatev1.ShareGroupTopic{{TopicID: sharestatev1.TopicID(topicA.String()), Name: "orders", Partitions: partitions}}},
 	}
 	if err := env.Client.Create(ctx, sg); err != nil {
 		t.Fatal(err)
@@ -34,15 +34,15 @@ func declaredGroup(t *testing.T, ns, group string, partitions int32) *v1.ShareGr
 	return sg
 }
 
-func getGroup(t *testing.T, sg *v1.ShareGroup) *v1.ShareGroup {
+func getGroup(t *testing.T, sg *sharestatev1.ShareGroup) *sharestatev1.ShareGroup {
 	t.Helper()
-	var got v1.ShareGroup
+	var got sharestatev1.ShareGroup
 	testenv.Get(t, env.Client, client.ObjectKeyFromObject(sg), &got) // a read that fails for a moment is no verdict
 	return &got
 }
 
 // requestReset sets the group's offset reset request.
-func requestReset(t *testing.T, sg *v1.ShareGroup, id string, topics ...v1.OffsetResetTopic) {
+func requestReset(t *testing.T, sg *sharestatev1.ShareGroup, id string, topics ...sharestatev1.OffsetResetTopic) {
 	t.Helper()
 	patch := fmt.Appendf(nil, `{"spec":{"offsetReset":{"id":%q,"topics":%s}}}`, id, mustJSON(topics))
 	if err := env.Client.Patch(ctx, sg, client.RawPatch("application/merge-patch+json", patch)); err != nil {
@@ -50,16 +50,16 @@ func requestReset(t *testing.T, sg *v1.ShareGroup, id string, topics ...v1.Offse
 	}
 }
 
-func waitResetDone(t *testing.T, sg *v1.ShareGroup, id string) *v1.ShareGroup {
+func waitResetDone(t *testing.T, sg *sharestatev1.ShareGroup, id string) *sharestatev1.ShareGroup {
 	t.Helper()
-	var got *v1.ShareGroup
+	var got *sharestatev1.ShareGroup
 	testenv.Eventually(t, 20*time.Second, func() error {
 		got = getGroup(t, sg)
 		r := got.Status.LastOffsetReset
 		if r == nil || r.ID != id || r.CompletionTime == nil {
 			return fmt.Errorf("reset %s not done: %+v %+v", id, r, got.Status.Conditions)
 		}
-		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionOffsetReset) {
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, sharestatev1.ConditionOffsetReset) {
 			return fmt.Errorf("OffsetReset condition %+v", got.Status.Conditions)
 		}
 		return nil
@@ -83,7 +83,7 @@ func TestGroupStatusAggregatesPartitions(t *testing.T) {
 		if s.Partitions != 3 || s.InitializedPartitions != 3 || s.PartitionsWithLeader != 1 || s.FencedPartitions != 0 || s.InFlightRecords != 4 {
 			return fmt.Errorf("status %+v", s)
 		}
-		if !meta.IsStatusConditionTrue(s.Conditions, v1.ConditionReady) || s.ObservedGeneration != sg.Generation {
+		if !meta.IsStatusConditionTrue(s.Conditions, sharestatev1.ConditionReady) || s.ObservedGeneration != sg.Generation {
 			return fmt.Errorf("not Ready: %+v", s.Conditions)
 		}
 		return nil
@@ -94,7 +94,7 @@ func TestGroupStatusAggregatesPartitions(t *testing.T) {
 	}
 	testenv.Eventually(t, 15*time.Second, func() error {
 		s := getGroup(t, sg).Status
-		if s.FencedPartitions != 1 || !meta.IsStatusConditionTrue(s.Conditions, v1.ConditionFenced) || meta.IsStatusConditionTrue(s.Conditions, v1.ConditionReady) {
+		if s.FencedPartitions != 1 || !meta.IsStatusConditionTrue(s.Conditions, sharestatev1.ConditionFenced) || meta.IsStatusConditionTrue(s.Conditions, sharestatev1.ConditionReady) {
 			return fmt.Errorf("fence not shown: %+v", s)
 		}
 		return nil
@@ -105,23 +105,23 @@ func TestGroupAdoptsItsPartitionsAndDeletesThemWithIt(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	// State created before its group's object (by hand here): the group adopts it.
-	orphan := &v1.SharePartitionState{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.SharePartitionStateName("g", topicA.String(), 5)},
-		Spec:       v1.SharePartitionStateSpec{GroupID: "g", TopicID: v1.TopicID(topicA.String()), Partition: 5},
+	orphan := &sharestatev1.SharePartitionState{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.SharePartitionStateName("g", topicA.String(), 5)},
+		Spec:       sharestatev1.SharePartitionStateSpec{GroupID: "g", TopicID: sharestatev1.TopicID(topicA.String()), Partition: 5},
 	}
 	if err := env.Client.Create(ctx, orphan); err != nil {
 		t.Fatal(err)
 	}
-	sg := &v1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-group"}, Spec: v1.ShareGroupSpec{GroupID: "g"}}
+	sg := &sharestatev1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-group"}, Spec: sharestatev1.ShareGroupSpec{GroupID: "g"}}
 	if err := env.Client.Create(ctx, sg); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, func() error {
-		var got v1.SharePartitionState
+		var got sharestatev1.SharePartitionState
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &got); err != nil {
 			return err
 		}
-		if c := metav1.GetControllerOf(&got); c == nil || c.UID != sg.UID || got.Labels[v1.LabelShareGroup] != sg.Name {
+		if c := metav1.GetControllerOf(&got); c == nil || c.UID != sg.UID || got.Labels[sharestatev1.LabelShareGroup] != sg.Name {
 			return fmt.Errorf("not adopted: %+v %v", got.OwnerReferences, got.Labels)
 		}
 		return nil
@@ -130,11 +130,11 @@ func TestGroupAdoptsItsPartitionsAndDeletesThemWithIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, func() error {
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &v1.SharePartitionState{})
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &sharestatev1.SharePartitionState{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("partition state still there: %w", err)
 		}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &v1.ShareGroup{}); !apierrors.IsNotFound(err) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &sharestatev1.ShareGroup{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("group still there: %w", err)
 		}
 		return nil
@@ -154,7 +154,7 @@ func TestOffsetResetFencesAndRunsOnce(t *testing.T) {
 			t.Fatal(w.ErrorCode)
 		}
 	}
-	requestReset(t, sg, "reset-1", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToOffset, Offset: ptr.To[int64](500)})
+	requestReset(t, sg, "reset-1", sharestatev1.OffsetResetTopic{TopicID: sharestatev1.TopicID(topicA.String()), To: sharestatev1.OffsetResetToOffset, Offset: ptr.To[int64](500)})
 	got := waitResetDone(t, sg, "reset-1")
 	if r := got.Status.LastOffsetReset; r.StateEpoch != 5 || r.Partitions != 3 {
 		t.Fatalf("reset status %+v, want state epoch 5 over 3 partitions", r)
@@ -172,20 +172,20 @@ func TestOffsetResetFencesAndRunsOnce(t *testing.T) {
 			t.Fatalf("reload after reset: %+v", r)
 		}
 	}
-	eventFor(t, ns, sg.Name, v1.EventReasonOffsetReset)
+	eventFor(t, ns, sg.Name, sharestatev1.EventReasonOffsetReset)
 	expectNoSecondRun(t, ns, sg, old)
 	expectNewRequestRuns(t, ns, sg)
 }
 
 // expectNoSecondRun makes progress at the reset's epoch, then changes the spec without a new request:
 // the reset must not run again.
-func expectNoSecondRun(t *testing.T, ns string, sg *v1.ShareGroup, p *persister.Persister) {
+func expectNoSecondRun(t *testing.T, ns string, sg *sharestatev1.ShareGroup, p *persister.Persister) {
 	t.Helper()
 	if w := write(p, "g", 0, 5, 7, acked(500)); w.ErrorCode != sharestate.ErrNone {
 		t.Fatal(w.ErrorCode)
 	}
 	latest := getGroup(t, sg)
-	latest.Spec.Settings = &v1.ShareGroupSettings{DeliveryCountLimit: ptr.To[int32](3)}
+	latest.Spec.Settings = &sharestatev1.ShareGroupSettings{DeliveryCountLimit: ptr.To[int32](3)}
 	if err := env.Client.Update(ctx, latest); err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +205,9 @@ func expectNoSecondRun(t *testing.T, ns string, sg *v1.ShareGroup, p *persister.
 }
 
 // expectNewRequestRuns sends a second request, for one partition: it runs at the next epoch.
-func expectNewRequestRuns(t *testing.T, ns string, sg *v1.ShareGroup) {
+func expectNewRequestRuns(t *testing.T, ns string, sg *sharestatev1.ShareGroup) {
 	t.Helper()
-	requestReset(t, sg, "reset-2", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToEarliest, Partitions: []int32{1}})
+	requestReset(t, sg, "reset-2", sharestatev1.OffsetResetTopic{TopicID: sharestatev1.TopicID(topicA.String()), To: sharestatev1.OffsetResetToEarliest, Partitions: []int32{1}})
 	got := waitResetDone(t, sg, "reset-2")
 	if r := got.Status.LastOffsetReset; r.StateEpoch != 6 || r.Partitions != 1 {
 		t.Fatalf("second reset %+v", r)
@@ -224,11 +224,11 @@ func TestOffsetResetOfAnUndeclaredTopicIsRefused(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	sg := declaredGroup(t, ns, "g", 2)
-	requestReset(t, sg, "bad", v1.OffsetResetTopic{TopicID: "AAAAAAAAAAAAAAAAAAAAAQ", To: v1.OffsetResetToEarliest})
+	requestReset(t, sg, "bad", sharestatev1.OffsetResetTopic{TopicID: "AAAAAAAAAAAAAAAAAAAAAQ", To: sharestatev1.OffsetResetToEarliest})
 	testenv.Eventually(t, 10*time.Second, func() error {
 		g := getGroup(t, sg)
-		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionOffsetReset)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonResetUndeclaredTopic {
+		c := meta.FindStatusCondition(g.Status.Conditions, sharestatev1.ConditionOffsetReset)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != sharestatev1.ReasonResetUndeclaredTopic {
 			return fmt.Errorf("condition %+v", c)
 		}
 		if g.Status.LastOffsetReset != nil {
@@ -236,7 +236,7 @@ func TestOffsetResetOfAnUndeclaredTopicIsRefused(t *testing.T) {
 		}
 		return nil
 	})
-	eventFor(t, ns, sg.Name, v1.EventReasonOffsetResetRefused)
+	eventFor(t, ns, sg.Name, sharestatev1.EventReasonOffsetResetRefused)
 }
 
 // A reset while leaders keep writing: once it is done, every partition holds the reset's state epoch
@@ -277,7 +277,7 @@ func TestOffsetResetWhileWritersAreActive(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	requestReset(t, sg, "live", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToOffset, Offset: ptr.To[int64](100)})
+	requestReset(t, sg, "live", sharestatev1.OffsetResetTopic{TopicID: sharestatev1.TopicID(topicA.String()), To: sharestatev1.OffsetResetToOffset, Offset: ptr.To[int64](100)})
 	waitResetDone(t, sg, "live")
 	testenv.Eventually(t, 10*time.Second, func() error {
 		if n := fenced.Load(); n != partitions {

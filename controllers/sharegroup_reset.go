@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
@@ -33,7 +33,7 @@ const maxResetRounds = 3
 // The recorded request id makes a request run once however often the group is reconciled.
 //
 // stored is the group as last written; the reset's start, written here, moves it.
-func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareGroup, stored **v1.ShareGroup) error {
+func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *sharestatev1.ShareGroup, stored **sharestatev1.ShareGroup) error {
 	req := sg.Spec.OffsetReset
 	if req == nil {
 		return nil
@@ -44,14 +44,14 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareG
 	}
 	targets, err := sg.ResetTargets(*req)
 	if err != nil {
-		r.refuseReset(sg, req.ID, v1.ReasonResetUndeclaredTopic, err)
+		r.refuseReset(sg, req.ID, sharestatev1.ReasonResetUndeclaredTopic, err)
 		return nil // nothing to retry until the spec changes
 	}
 	for round := 1; ; round++ {
 		if last == nil || last.ID != req.ID || last.StartTime == nil {
 			err := r.startReset(ctx, sg)
 			if errors.Is(err, errStateEpochExhausted) {
-				r.refuseReset(sg, req.ID, v1.ReasonStateEpochExhausted, err)
+				r.refuseReset(sg, req.ID, sharestatev1.ReasonStateEpochExhausted, err)
 				return nil // retrying cannot raise the epoch further
 			}
 			if err != nil {
@@ -72,31 +72,31 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *v1.ShareG
 	sg.Status.LastOffsetReset.CompletionTime = &now
 	sg.Status.LastOffsetReset.Partitions = int32(len(targets))
 	meta.SetStatusCondition(&sg.Status.Conditions, metav1.Condition{
-		Type: v1.ConditionOffsetReset, Status: metav1.ConditionTrue, Reason: v1.ReasonResetCompleted, ObservedGeneration: sg.Generation,
+		Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonResetCompleted, ObservedGeneration: sg.Generation,
 		Message: fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", req.ID, len(targets), sg.Status.LastOffsetReset.StateEpoch),
 	})
-	r.Recorder.Eventf(sg, nil, "Normal", v1.EventReasonOffsetReset, "Reset",
+	r.Recorder.Eventf(sg, nil, "Normal", sharestatev1.EventReasonOffsetReset, "Reset",
 		"reset %q initialized %d partitions at state epoch %d", req.ID, len(targets), sg.Status.LastOffsetReset.StateEpoch)
 	return nil
 }
 
 // startReset chooses the reset's state epoch from the partitions as the API server has them and
 // records it, with the start time, in one status write conditional on the group's resourceVersion.
-func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *v1.ShareGroup) error {
+func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *sharestatev1.ShareGroup) error {
 	partitions, err := r.livePartitions(ctx, sg)
 	if err != nil {
 		return err
 	}
 	next := sg.NextResetStateEpoch(partitions)
-	if next > v1.MaxResetStateEpoch {
+	if next > sharestatev1.MaxResetStateEpoch {
 		return fmt.Errorf("%w: a partition is at state epoch %d, and Initialize may use at most %d",
-			errStateEpochExhausted, next-1, v1.MaxResetStateEpoch)
+			errStateEpochExhausted, next-1, sharestatev1.MaxResetStateEpoch)
 	}
 	epoch := int32(next)
 	now := metav1.NewTime(r.Now())
-	sg.Status.LastOffsetReset = &v1.OffsetResetStatus{ID: sg.Spec.OffsetReset.ID, StateEpoch: epoch, StartTime: &now}
+	sg.Status.LastOffsetReset = &sharestatev1.OffsetResetStatus{ID: sg.Spec.OffsetReset.ID, StateEpoch: epoch, StartTime: &now}
 	meta.SetStatusCondition(&sg.Status.Conditions, metav1.Condition{
-		Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: v1.ReasonResetInProgress, ObservedGeneration: sg.Generation,
+		Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonResetInProgress, ObservedGeneration: sg.Generation,
 		Message: fmt.Sprintf("reset %q is initializing the partitions at state epoch %d", sg.Spec.OffsetReset.ID, epoch),
 	})
 	if err := r.Client.Status().Update(ctx, sg); err != nil {
@@ -107,7 +107,7 @@ func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *v1.ShareGroup
 
 // initializeTargets initializes every target at the reset's epoch, then checks on the API server that
 // each was reset by this reset (created at or after its start) and not overtaken by a higher epoch.
-func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *v1.ShareGroup, targets []v1.ResetTarget) error {
+func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *sharestatev1.ShareGroup, targets []sharestatev1.ResetTarget) error {
 	reset := sg.Status.LastOffsetReset
 	persister, err := r.persisters.forNamespace(sg.Namespace)
 	if err != nil {
@@ -133,12 +133,12 @@ func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *v1.Sha
 	if err != nil {
 		return err
 	}
-	byName := make(map[string]*v1.SharePartitionState, len(partitions))
+	byName := make(map[string]*sharestatev1.SharePartitionState, len(partitions))
 	for i := range partitions {
 		byName[partitions[i].Name] = &partitions[i]
 	}
 	for _, t := range targets {
-		obj := byName[v1.SharePartitionStateName(string(sg.Spec.GroupID), string(t.TopicID), t.Partition)]
+		obj := byName[sharestatev1.SharePartitionStateName(string(sg.Spec.GroupID), string(t.TopicID), t.Partition)]
 		if obj == nil || obj.Status.CreateTime == nil {
 			return fmt.Errorf("partition %d of topic %s is not initialized after the reset", t.Partition, t.TopicID)
 		}
@@ -150,9 +150,9 @@ func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *v1.Sha
 	return nil
 }
 
-func initializeRequest(group string, targets []v1.ResetTarget, epoch int32) (sharestate.InitializeRequest, error) {
+func initializeRequest(group string, targets []sharestatev1.ResetTarget, epoch int32) (sharestate.InitializeRequest, error) {
 	req := sharestate.InitializeRequest{GroupID: group}
-	index := map[v1.TopicID]int{}
+	index := map[sharestatev1.TopicID]int{}
 	for _, t := range targets {
 		i, ok := index[t.TopicID]
 		if !ok {
@@ -171,20 +171,20 @@ func initializeRequest(group string, targets []v1.ResetTarget, epoch int32) (sha
 }
 
 // refuseReset reports a request that cannot be carried out, once per change, with the condition reason.
-func (r *ShareGroupReconciler) refuseReset(sg *v1.ShareGroup, id, reason string, err error) {
-	c := metav1.Condition{Type: v1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: reason,
+func (r *ShareGroupReconciler) refuseReset(sg *sharestatev1.ShareGroup, id, reason string, err error) {
+	c := metav1.Condition{Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: reason,
 		Message: fmt.Sprintf("reset %q refused: %v", id, err), ObservedGeneration: sg.Generation}
-	if old := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset); old == nil || old.Message != c.Message {
-		r.Recorder.Eventf(sg, nil, "Warning", v1.EventReasonOffsetResetRefused, "Reset", "%s", c.Message)
+	if old := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset); old == nil || old.Message != c.Message {
+		r.Recorder.Eventf(sg, nil, "Warning", sharestatev1.EventReasonOffsetResetRefused, "Reset", "%s", c.Message)
 	}
 	meta.SetStatusCondition(&sg.Status.Conditions, c)
 }
 
 // livePartitions lists the group's share-partitions from the API server (a reset's epoch is never
 // chosen from the cache).
-func (r *ShareGroupReconciler) livePartitions(ctx context.Context, sg *v1.ShareGroup) ([]v1.SharePartitionState, error) {
-	var list v1.SharePartitionStateList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}); err != nil {
+func (r *ShareGroupReconciler) livePartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]sharestatev1.SharePartitionState, error) {
+	var list sharestatev1.SharePartitionStateList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}); err != nil {
 		return nil, fmt.Errorf("listing the partitions of %s: %w", sg.Name, err)
 	}
 	return list.Items, nil

@@ -6,14 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
 // aggregate computes a group's status from its share-partitions as observed: the counts, totals and
 // the Ready and Fenced conditions. It keeps what it does not own (the last reset, the OffsetReset
 // condition) from status.
-func aggregate(sg *v1.ShareGroup, partitions []v1.SharePartitionState, status v1.ShareGroupStatus) v1.ShareGroupStatus {
+func aggregate(sg *sharestatev1.ShareGroup, partitions []sharestatev1.SharePartitionState, status sharestatev1.ShareGroupStatus) sharestatev1.ShareGroupStatus {
 	status.Partitions = int32(len(partitions))
 	status.StateEpoch, status.InitializedPartitions, status.FencedPartitions, status.PartitionsWithLeader = 0, 0, 0, 0
 	status.InFlightRecords, status.DeliveryCompleteRecords = 0, 0
@@ -45,7 +45,7 @@ func aggregate(sg *v1.ShareGroup, partitions []v1.SharePartitionState, status v1
 
 // inFlight counts a partition's not-yet-complete offsets; a state whose batches do not decode counts
 // none (the persister reports it, and the partition's own status shows it).
-func inFlight(p *v1.SharePartitionState) int64 {
+func inFlight(p *sharestatev1.SharePartitionState) int64 {
 	stored := make([]string, len(p.Status.StateBatches))
 	for i, b := range p.Status.StateBatches {
 		stored[i] = string(b)
@@ -57,27 +57,27 @@ func inFlight(p *v1.SharePartitionState) int64 {
 	return sharestate.InFlightRecords(batches)
 }
 
-func readyCondition(sg *v1.ShareGroup, s v1.ShareGroupStatus) metav1.Condition {
-	c := metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: sg.Generation}
+func readyCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatus) metav1.Condition {
+	c := metav1.Condition{Type: sharestatev1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: sg.Generation}
 	switch {
 	case s.Partitions == 0:
-		c.Reason, c.Message = v1.ReasonNoPartitions, "no share-partition state exists for the group yet"
+		c.Reason, c.Message = sharestatev1.ReasonNoPartitions, "no share-partition state exists for the group yet"
 	case s.FencedPartitions > 0:
-		c.Reason, c.Message = v1.ReasonPartitionsFenced, fmt.Sprintf("%d of %d partitions are fenced and wait for a new leader", s.FencedPartitions, s.Partitions)
+		c.Reason, c.Message = sharestatev1.ReasonPartitionsFenced, fmt.Sprintf("%d of %d partitions are fenced and wait for a new leader", s.FencedPartitions, s.Partitions)
 	case s.InitializedPartitions < s.Partitions:
-		c.Reason, c.Message = v1.ReasonPartitionsNotInitialized, fmt.Sprintf("%d of %d partitions are not initialized", s.Partitions-s.InitializedPartitions, s.Partitions)
+		c.Reason, c.Message = sharestatev1.ReasonPartitionsNotInitialized, fmt.Sprintf("%d of %d partitions are not initialized", s.Partitions-s.InitializedPartitions, s.Partitions)
 	default:
-		c.Status, c.Reason = metav1.ConditionTrue, v1.ReasonAllPartitionsReady
+		c.Status, c.Reason = metav1.ConditionTrue, sharestatev1.ReasonAllPartitionsReady
 		c.Message = fmt.Sprintf("%d partitions initialized, %d with a leader", s.Partitions, s.PartitionsWithLeader)
 	}
 	return c
 }
 
-func fencedCondition(sg *v1.ShareGroup, s v1.ShareGroupStatus) metav1.Condition {
+func fencedCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatus) metav1.Condition {
 	if s.FencedPartitions > 0 {
-		return metav1.Condition{Type: v1.ConditionFenced, Status: metav1.ConditionTrue, Reason: v1.ReasonPartitionsFenced,
+		return metav1.Condition{Type: sharestatev1.ConditionFenced, Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonPartitionsFenced,
 			Message: fmt.Sprintf("%d of %d partitions are fenced", s.FencedPartitions, s.Partitions), ObservedGeneration: sg.Generation}
 	}
-	return metav1.Condition{Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonNoPartitionFenced,
+	return metav1.Condition{Type: sharestatev1.ConditionFenced, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonNoPartitionFenced,
 		Message: "no partition is fenced", ObservedGeneration: sg.Generation}
 }

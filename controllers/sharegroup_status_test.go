@@ -6,30 +6,30 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 func TestAggregate(t *testing.T) {
 	now := metav1.Now()
-	sg := &v1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
-	led := v1.SharePartitionState{Status: v1.SharePartitionStateStatus{StateEpoch: 2, CreateTime: &now, DeliveryCompleteCount: 4,
-		Leader: &v1.LeaderRef{PodName: "kafka-0"}, StateBatches: []v1.StateBatch{"10-14/0/1", "15/2/1", "16-17/3/1"}}}
-	fenced := v1.SharePartitionState{Status: v1.SharePartitionStateStatus{StateEpoch: 5, CreateTime: &now, DeliveryCompleteCount: -1,
-		Conditions: []metav1.Condition{{Type: v1.ConditionFenced, Status: metav1.ConditionTrue, Reason: v1.ReasonLeaderPodDeleted}}}}
-	uninitialized := v1.SharePartitionState{}
-	s := aggregate(sg, []v1.SharePartitionState{led, fenced, uninitialized}, v1.ShareGroupStatus{})
+	sg := &sharestatev1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	led := sharestatev1.SharePartitionState{Status: sharestatev1.SharePartitionStateStatus{StateEpoch: 2, CreateTime: &now, DeliveryCompleteCount: 4,
+		Leader: &sharestatev1.LeaderRef{PodName: "kafka-0"}, StateBatches: []sharestatev1.StateBatch{"10-14/0/1", "15/2/1", "16-17/3/1"}}}
+	fenced := sharestatev1.SharePartitionState{Status: sharestatev1.SharePartitionStateStatus{StateEpoch: 5, CreateTime: &now, DeliveryCompleteCount: -1,
+		Conditions: []metav1.Condition{{Type: sharestatev1.ConditionFenced, Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonLeaderPodDeleted}}}}
+	uninitialized := sharestatev1.SharePartitionState{}
+	s := aggregate(sg, []sharestatev1.SharePartitionState{led, fenced, uninitialized}, sharestatev1.ShareGroupStatus{})
 	if s.Partitions != 3 || s.InitializedPartitions != 2 || s.FencedPartitions != 1 || s.PartitionsWithLeader != 1 ||
 		s.StateEpoch != 5 || s.InFlightRecords != 7 || s.DeliveryCompleteRecords != 4 || s.ObservedGeneration != 3 {
 		t.Fatalf("status %+v", s)
 	}
-	if c := meta.FindStatusCondition(s.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonPartitionsFenced {
+	if c := meta.FindStatusCondition(s.Conditions, sharestatev1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != sharestatev1.ReasonPartitionsFenced {
 		t.Fatalf("Ready %+v", c)
 	}
-	ready := aggregate(sg, []v1.SharePartitionState{led}, s)
-	if c := meta.FindStatusCondition(ready.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
+	ready := aggregate(sg, []sharestatev1.SharePartitionState{led}, s)
+	if c := meta.FindStatusCondition(ready.Conditions, sharestatev1.ConditionReady); c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready %+v", c)
 	}
-	if c := meta.FindStatusCondition(ready.Conditions, v1.ConditionFenced); c.Status != metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(ready.Conditions, sharestatev1.ConditionFenced); c.Status != metav1.ConditionFalse {
 		t.Fatalf("Fenced %+v", c)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // leaderPodIndex indexes SharePartitionStates by the name of their recorded leader's pod, so a pod
@@ -57,14 +57,14 @@ func (r *SharePartitionStateReconciler) SetupWithManager(ctx context.Context, mg
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.SharePartitionState{}, leaderPodIndex, indexLeaderPod); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sharestatev1.SharePartitionState{}, leaderPodIndex, indexLeaderPod); err != nil {
 		return fmt.Errorf("indexing SharePartitionStates by leader pod: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharepartitionstate").
 		// The persister rewrites status on every write; only a change of leader, of the epochs or of
 		// initialization can change what this reconciler decides.
-		For(&v1.SharePartitionState{}, builder.WithPredicates(partitionLeadershipChanged())).
+		For(&sharestatev1.SharePartitionState{}, builder.WithPredicates(partitionLeadershipChanged())).
 		// A leader's pod going away is what fences it; the index maps the pod to the partitions it leads.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.partitionsLedBy),
 			builder.WithPredicates(podLivenessChanged())).
@@ -73,7 +73,7 @@ func (r *SharePartitionStateReconciler) SetupWithManager(ctx context.Context, mg
 }
 
 func indexLeaderPod(o client.Object) []string {
-	sps, ok := o.(*v1.SharePartitionState)
+	sps, ok := o.(*sharestatev1.SharePartitionState)
 	if !ok || sps.Status.Leader == nil || sps.Status.Leader.PodName == "" {
 		return nil
 	}
@@ -82,7 +82,7 @@ func indexLeaderPod(o client.Object) []string {
 
 // partitionsLedBy maps a pod to the partitions whose recorded leader it is (same namespace).
 func (r *SharePartitionStateReconciler) partitionsLedBy(ctx context.Context, pod client.Object) []ctrl.Request {
-	var list v1.SharePartitionStateList
+	var list sharestatev1.SharePartitionStateList
 	if err := r.Client.List(ctx, &list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{leaderPodIndex: pod.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the partitions a pod leads", "pod", klog.KObj(pod))
 		return nil
@@ -101,7 +101,7 @@ func (r *SharePartitionStateReconciler) partitionsLedBy(ctx context.Context, pod
 
 // Reconcile fences the partition if its recorded leader is stale, and keeps its conditions current.
 func (r *SharePartitionStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &v1.SharePartitionState{}
+	obj := &sharestatev1.SharePartitionState{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.leaderEpoch.Delete(req.NamespacedName)
@@ -138,7 +138,7 @@ func (r *SharePartitionStateReconciler) Reconcile(ctx context.Context, req ctrl.
 // conditions, observedGeneration and, when it fences, stateEpoch, leader and fencedLeader. It never
 // sends the persister's fields as it happens to hold them, so an object the persister has created but
 // not yet initialized keeps no start offset of the operator's making.
-func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *v1.SharePartitionState, verdict leaderVerdict) error {
+func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *sharestatev1.SharePartitionState, verdict leaderVerdict) error {
 	updated := obj.DeepCopy()
 	exhausted := verdict.stale && !canFence(obj)
 	if verdict.stale && !exhausted {
@@ -169,20 +169,20 @@ func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *v1
 
 // reportFenceRefused reports, once per change of the condition, a stale leader that cannot be fenced
 // because the state epoch is at its maximum.
-func (r *SharePartitionStateReconciler) reportFenceRefused(ctx context.Context, before, after *v1.SharePartitionState, verdict leaderVerdict) {
-	old := meta.FindStatusCondition(before.Status.Conditions, v1.ConditionFenced)
-	if old != nil && old.Reason == v1.ReasonStateEpochExhausted {
+func (r *SharePartitionStateReconciler) reportFenceRefused(ctx context.Context, before, after *sharestatev1.SharePartitionState, verdict leaderVerdict) {
+	old := meta.FindStatusCondition(before.Status.Conditions, sharestatev1.ConditionFenced)
+	if old != nil && old.Reason == sharestatev1.ReasonStateEpochExhausted {
 		return
 	}
-	fencesRefusedTotal.WithLabelValues(v1.ReasonStateEpochExhausted).Inc()
-	c := meta.FindStatusCondition(after.Status.Conditions, v1.ConditionFenced)
+	fencesRefusedTotal.WithLabelValues(sharestatev1.ReasonStateEpochExhausted).Inc()
+	c := meta.FindStatusCondition(after.Status.Conditions, sharestatev1.ConditionFenced)
 	ctrl.LoggerFrom(ctx).Info("Could not fence stale leader", "reason", verdict.reason, "stateEpoch", after.Status.StateEpoch, "detail", c.Message)
-	r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, v1.EventReasonFenceRefused, "Fence", "%s", c.Message)
+	r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, sharestatev1.EventReasonFenceRefused, "Fence", "%s", c.Message)
 }
 
 // judge decides whether the partition's recorded leader is stale. A stale verdict from the cache is
 // confirmed by reading the pod from the API server, unless that pod's UID is already known to be gone.
-func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *v1.SharePartitionState) (leaderVerdict, error) {
+func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *sharestatev1.SharePartitionState) (leaderVerdict, error) {
 	leader := obj.Status.Leader
 	if leader == nil || leader.PodName == "" {
 		return leaderVerdict{}, nil
@@ -228,19 +228,19 @@ func (r *SharePartitionStateReconciler) getPod(ctx context.Context, reader clien
 // once; like the API server's own event correlator, the reconciler then reports the first
 // eventsPerLeader of them one by one and says, once, that it stops there. Every fence still shows in
 // the partition's Fenced condition and in sharestate_operator_fences_total.
-func (r *SharePartitionStateReconciler) reportFence(leader *v1.LeaderRef, fenced *v1.SharePartitionState, verdict leaderVerdict) {
+func (r *SharePartitionStateReconciler) reportFence(leader *sharestatev1.LeaderRef, fenced *sharestatev1.SharePartitionState, verdict leaderVerdict) {
 	switch n := r.fenceEvents.count(leaderKey(leader)); {
 	case n <= eventsPerLeader:
-		r.Recorder.Eventf(fenced, nil, corev1.EventTypeWarning, v1.EventReasonFenced, "Fence",
+		r.Recorder.Eventf(fenced, nil, corev1.EventTypeWarning, sharestatev1.EventReasonFenced, "Fence",
 			"%s; state epoch raised to %d", verdict.message, fenced.Status.StateEpoch)
 	case n == eventsPerLeader+1:
-		r.Recorder.Eventf(fenced, nil, corev1.EventTypeWarning, v1.EventReasonFenced, "Fence",
+		r.Recorder.Eventf(fenced, nil, corev1.EventTypeWarning, sharestatev1.EventReasonFenced, "Fence",
 			"%s; state epoch raised to %d. More partitions of this leader are being fenced: their fences "+
 				"show in their Fenced conditions, not as events", verdict.message, fenced.Status.StateEpoch)
 	}
 }
 
-func leaderKey(l *v1.LeaderRef) string {
+func leaderKey(l *sharestatev1.LeaderRef) string {
 	if l.PodUID != "" {
 		return l.PodUID
 	}
@@ -248,13 +248,13 @@ func leaderKey(l *v1.LeaderRef) string {
 }
 
 // reportLeaderChange emits an Event when a new leader took the partition with a higher leader epoch.
-func (r *SharePartitionStateReconciler) reportLeaderChange(key types.NamespacedName, obj *v1.SharePartitionState) {
+func (r *SharePartitionStateReconciler) reportLeaderChange(key types.NamespacedName, obj *sharestatev1.SharePartitionState) {
 	previous, seen := r.leaderEpoch.Swap(key, obj.Status.LeaderEpoch)
 	if !seen || obj.Status.Leader == nil || obj.Status.LeaderEpoch <= previous.(int32) {
 		return
 	}
 	l := obj.Status.Leader
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1.EventReasonLeaderChanged, "Read",
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, sharestatev1.EventReasonLeaderChanged, "Read",
 		"broker %d (pod %s) leads at leader epoch %d, fencing leader epoch %d", l.BrokerID, l.PodName, obj.Status.LeaderEpoch, previous)
 }
 

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
@@ -28,10 +28,10 @@ func leading(t *testing.T, ns, group string, pod *corev1.Pod, uid string) *persi
 	}
 	testenv.Eventually(t, 10*time.Second, func() error {
 		obj := getSPS(t, spsKey(ns, group, 0))
-		if !meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionInitialized) {
+		if !meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionInitialized) {
 			return fmt.Errorf("not Initialized: %+v", obj.Status.Conditions)
 		}
-		if c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced); c == nil || c.Reason != v1.ReasonLeaderAlive {
+		if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); c == nil || c.Reason != sharestatev1.ReasonLeaderAlive {
 			return fmt.Errorf("leader not reported: %+v", obj.Status.Conditions)
 		}
 		return nil
@@ -59,13 +59,13 @@ func expectFenced(t *testing.T, ns, group string, old *persister.Persister, reas
 	key := spsKey(ns, group, 0)
 	testenv.Eventually(t, 15*time.Second, func() error {
 		obj := getSPS(t, key)
-		c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced)
+		c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced)
 		if obj.Status.StateEpoch != 2 || obj.Status.Leader != nil || c == nil || c.Status != "True" || !slices.Contains(reasons, c.Reason) {
 			return fmt.Errorf("not fenced for %v: stateEpoch %d leader %+v condition %+v", reasons, obj.Status.StateEpoch, obj.Status.Leader, c)
 		}
 		return nil
 	})
-	ev := eventFor(t, ns, key.Name, v1.EventReasonFenced)
+	ev := eventFor(t, ns, key.Name, sharestatev1.EventReasonFenced)
 	if ev.Type != corev1.EventTypeWarning {
 		t.Errorf("event type %s", ev.Type)
 	}
@@ -89,12 +89,12 @@ func takeOver(t *testing.T, ns, group string) {
 	}
 	testenv.Eventually(t, 10*time.Second, func() error {
 		obj := getSPS(t, spsKey(ns, group, 0))
-		if c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced); c == nil || c.Status != "False" {
+		if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); c == nil || c.Status != "False" {
 			return fmt.Errorf("still fenced: %+v", c)
 		}
 		return nil
 	})
-	eventFor(t, ns, spsKey(ns, group, 0).Name, v1.EventReasonLeaderChanged)
+	eventFor(t, ns, spsKey(ns, group, 0).Name, sharestatev1.EventReasonLeaderChanged)
 }
 
 func TestFenceWhenLeaderPodIsDeleted(t *testing.T) {
@@ -106,7 +106,7 @@ func TestFenceWhenLeaderPodIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The API server may keep the pod a moment with a deletion timestamp: either verdict is right.
-	expectFenced(t, ns, "g", old, v1.ReasonLeaderPodDeleted, v1.ReasonLeaderPodTerminating)
+	expectFenced(t, ns, "g", old, sharestatev1.ReasonLeaderPodDeleted, sharestatev1.ReasonLeaderPodTerminating)
 	takeOver(t, ns, "g")
 }
 
@@ -126,7 +126,7 @@ func TestFenceWhenLeaderPodIsTerminating(t *testing.T) {
 	if err := env.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	expectFenced(t, ns, "g", old, v1.ReasonLeaderPodTerminating)
+	expectFenced(t, ns, "g", old, sharestatev1.ReasonLeaderPodTerminating)
 }
 
 func TestFenceWhenLeaderPodFinished(t *testing.T) {
@@ -140,7 +140,7 @@ func TestFenceWhenLeaderPodFinished(t *testing.T) {
 			if err := env.Client.Status().Update(ctx, pod); err != nil {
 				t.Fatal(err)
 			}
-			expectFenced(t, ns, "g", old, v1.ReasonLeaderPodFinished)
+			expectFenced(t, ns, "g", old, sharestatev1.ReasonLeaderPodFinished)
 		})
 	}
 }
@@ -151,7 +151,7 @@ func TestFenceWhenLeaderPodWasReplaced(t *testing.T) {
 	ns := env.Namespace(t)
 	pod := brokerPod(t, ns, "broker-1", true)
 	old := recordLeader(t, ns, "g", pod, "uid-of-the-pod-before")
-	expectFenced(t, ns, "g", old, v1.ReasonLeaderPodReplaced)
+	expectFenced(t, ns, "g", old, sharestatev1.ReasonLeaderPodReplaced)
 }
 
 func TestFenceWhenLeaderPodIsNotReadyPastTheGracePeriod(t *testing.T) {
@@ -160,7 +160,7 @@ func TestFenceWhenLeaderPodIsNotReadyPastTheGracePeriod(t *testing.T) {
 	pod := brokerPod(t, ns, "broker-1", false)
 	start := time.Now()
 	old := recordLeader(t, ns, "g", pod, "")
-	expectFenced(t, ns, "g", old, v1.ReasonLeaderPodNotReady)
+	expectFenced(t, ns, "g", old, sharestatev1.ReasonLeaderPodNotReady)
 	if elapsed := time.Since(start); elapsed < notReadyGrace-time.Second {
 		t.Fatalf("fenced after %v, before the %v grace period", elapsed, notReadyGrace)
 	}

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The operator reports on an object the persister created but has not initialized yet. Its write
@@ -23,21 +23,21 @@ import (
 func TestInitializeAfterTheOperatorReportedNotInitialized(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
-	sg := &v1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName("g")}, Spec: v1.ShareGroupSpec{GroupID: "g"}}
+	sg := &sharestatev1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName("g")}, Spec: sharestatev1.ShareGroupSpec{GroupID: "g"}}
 	if err := env.Client.Create(ctx, sg); err != nil {
 		t.Fatal(err)
 	}
 	// The object as the persister creates it, before its first status write.
-	obj := &v1.SharePartitionState{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spsKey(ns, "g", 0).Name, Labels: map[string]string{v1.LabelShareGroup: sg.Name}},
-		Spec:       v1.SharePartitionStateSpec{GroupID: "g", TopicID: v1.TopicID(topicA.String()), Partition: 0},
+	obj := &sharestatev1.SharePartitionState{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spsKey(ns, "g", 0).Name, Labels: map[string]string{sharestatev1.LabelShareGroup: sg.Name}},
+		Spec:       sharestatev1.SharePartitionStateSpec{GroupID: "g", TopicID: sharestatev1.TopicID(topicA.String()), Partition: 0},
 	}
 	if err := env.Client.Create(ctx, obj); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, func() error {
-		c := meta.FindStatusCondition(getSPS(t, spsKey(ns, "g", 0)).Status.Conditions, v1.ConditionInitialized)
-		if c == nil || c.Reason != v1.ReasonNotInitialized {
+		c := meta.FindStatusCondition(getSPS(t, spsKey(ns, "g", 0)).Status.Conditions, sharestatev1.ConditionInitialized)
+		if c == nil || c.Reason != sharestatev1.ReasonNotInitialized {
 			return fmt.Errorf("the operator has not reported yet: %+v", c)
 		}
 		return nil
@@ -113,8 +113,8 @@ func TestFenceRefusedAtTheHighestStateEpoch(t *testing.T) {
 	}
 	testenv.Eventually(t, 15*time.Second, func() error {
 		obj := getSPS(t, spsKey(ns, "g", 0))
-		c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonStateEpochExhausted {
+		c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != sharestatev1.ReasonStateEpochExhausted {
 			return fmt.Errorf("no refusal reported: %+v", c)
 		}
 		if obj.Status.StateEpoch != math.MaxInt32 || obj.Status.Leader == nil || obj.Status.Leader.PodName != "broker-2" {
@@ -122,7 +122,7 @@ func TestFenceRefusedAtTheHighestStateEpoch(t *testing.T) {
 		}
 		return nil
 	})
-	eventFor(t, ns, spsKey(ns, "g", 0).Name, v1.EventReasonFenceRefused)
+	eventFor(t, ns, spsKey(ns, "g", 0).Name, sharestatev1.EventReasonFenceRefused)
 }
 
 // A leader the operator fenced because its pod is terminating may Read again (Kafka's share-partition
@@ -143,7 +143,7 @@ func TestFencedTerminatingPodCannotLeadAgain(t *testing.T) {
 	if err := env.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	expectFenced(t, ns, "g", old, v1.ReasonLeaderPodTerminating)
+	expectFenced(t, ns, "g", old, sharestatev1.ReasonLeaderPodTerminating)
 	fenced := getSPS(t, spsKey(ns, "g", 0)).Status.FencedLeader
 	if fenced == nil || fenced.PodUID != string(pod.UID) || fenced.LeaderEpoch != 1 {
 		t.Fatalf("fencedLeader %+v, want the terminating pod at leader epoch 1", fenced)
@@ -175,11 +175,11 @@ func TestOffsetResetRefusedAtTheHighestStateEpoch(t *testing.T) {
 	sg := declaredGroup(t, ns, "g", 1)
 	p := persisterFor(t, ns, 1, brokerPod(t, ns, "broker-1", true), "")
 	initialize(t, p, "g", 0, math.MaxInt32-1, 7)
-	requestReset(t, sg, "top", v1.OffsetResetTopic{TopicID: v1.TopicID(topicA.String()), To: v1.OffsetResetToEarliest})
+	requestReset(t, sg, "top", sharestatev1.OffsetResetTopic{TopicID: sharestatev1.TopicID(topicA.String()), To: sharestatev1.OffsetResetToEarliest})
 	testenv.Eventually(t, 10*time.Second, func() error {
 		g := getGroup(t, sg)
-		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionOffsetReset)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonStateEpochExhausted {
+		c := meta.FindStatusCondition(g.Status.Conditions, sharestatev1.ConditionOffsetReset)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != sharestatev1.ReasonStateEpochExhausted {
 			return fmt.Errorf("condition %+v", c)
 		}
 		if g.Status.LastOffsetReset != nil {

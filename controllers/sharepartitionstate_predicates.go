@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // partitionLeadershipChanged passes a SharePartitionState update only when the leader, the epochs,
@@ -16,8 +16,8 @@ import (
 func partitionLeadershipChanged() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldObj, okOld := e.ObjectOld.(*v1.SharePartitionState)
-			newObj, okNew := e.ObjectNew.(*v1.SharePartitionState)
+			oldObj, okOld := e.ObjectOld.(*sharestatev1.SharePartitionState)
+			newObj, okNew := e.ObjectNew.(*sharestatev1.SharePartitionState)
 			if !okOld || !okNew {
 				return true
 			}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
@@ -24,19 +24,19 @@ type leaderVerdict struct {
 
 // judgeLeader decides whether the recorded leader is stale, from its pod as observed (nil: the pod
 // does not exist). notReadyGrace > 0 also fences a leader whose pod has not been Ready for that long.
-func judgeLeader(leader *v1.LeaderRef, pod *corev1.Pod, now time.Time, notReadyGrace time.Duration) leaderVerdict {
+func judgeLeader(leader *sharestatev1.LeaderRef, pod *corev1.Pod, now time.Time, notReadyGrace time.Duration) leaderVerdict {
 	if leader == nil || leader.PodName == "" {
 		return leaderVerdict{} // nobody to fence, or a leader that gave no pod to watch
 	}
 	switch {
 	case pod == nil:
-		return stale(v1.ReasonLeaderPodDeleted, "leader pod %s (broker %d) was deleted", leader.PodName, leader.BrokerID)
+		return stale(sharestatev1.ReasonLeaderPodDeleted, "leader pod %s (broker %d) was deleted", leader.PodName, leader.BrokerID)
 	case leader.PodUID != "" && string(pod.UID) != leader.PodUID:
-		return stale(v1.ReasonLeaderPodReplaced, "leader pod %s (broker %d) was replaced: uid %s, recorded %s", leader.PodName, leader.BrokerID, pod.UID, leader.PodUID)
+		return stale(sharestatev1.ReasonLeaderPodReplaced, "leader pod %s (broker %d) was replaced: uid %s, recorded %s", leader.PodName, leader.BrokerID, pod.UID, leader.PodUID)
 	case pod.DeletionTimestamp != nil:
-		return stale(v1.ReasonLeaderPodTerminating, "leader pod %s (broker %d) is terminating", leader.PodName, leader.BrokerID)
+		return stale(sharestatev1.ReasonLeaderPodTerminating, "leader pod %s (broker %d) is terminating", leader.PodName, leader.BrokerID)
 	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
-		return stale(v1.ReasonLeaderPodFinished, "leader pod %s (broker %d) is %s", leader.PodName, leader.BrokerID, pod.Status.Phase)
+		return stale(sharestatev1.ReasonLeaderPodFinished, "leader pod %s (broker %d) is %s", leader.PodName, leader.BrokerID, pod.Status.Phase)
 	}
 	if notReadyGrace <= 0 {
 		return leaderVerdict{}
@@ -48,13 +48,13 @@ func judgeLeader(leader *v1.LeaderRef, pod *corev1.Pod, now time.Time, notReadyG
 	if elapsed := now.Sub(since); elapsed < notReadyGrace {
 		return leaderVerdict{recheckAfter: notReadyGrace - elapsed}
 	}
-	return stale(v1.ReasonLeaderPodNotReady, "leader pod %s (broker %d) has not been Ready since %s", leader.PodName, leader.BrokerID, since.UTC().Format(time.RFC3339))
+	return stale(sharestatev1.ReasonLeaderPodNotReady, "leader pod %s (broker %d) has not been Ready since %s", leader.PodName, leader.BrokerID, since.UTC().Format(time.RFC3339))
 }
 
 // podGone reports a stale verdict whose pod can never lead again under its UID: deleted, terminating,
 // finished or replaced (a not-Ready pod may become Ready again).
 func (v leaderVerdict) podGone() bool {
-	return v.stale && v.reason != v1.ReasonLeaderPodNotReady
+	return v.stale && v.reason != sharestatev1.ReasonLeaderPodNotReady
 }
 
 func stale(reason, format string, args ...any) leaderVerdict {
@@ -77,7 +77,7 @@ func notReadySince(pod *corev1.Pod) (since time.Time, ready bool) {
 
 // canFence reports whether the partition's state epoch can still be raised. At sharestate.MaxStateEpoch
 // it cannot: raising it would overflow the int32 the wire and the schema hold (spec §9).
-func canFence(obj *v1.SharePartitionState) bool {
+func canFence(obj *sharestatev1.SharePartitionState) bool {
 	return obj.Status.StateEpoch < sharestate.MaxStateEpoch
 }
 
@@ -86,7 +86,7 @@ func canFence(obj *v1.SharePartitionState) bool {
 // is gone is also kept as fencedLeader: the persister then refuses that pod's Reads at its old leader
 // epoch, so a terminating broker cannot take the partition back by reading it again. The caller
 // checks canFence first.
-func fence(obj *v1.SharePartitionState, verdict leaderVerdict) {
+func fence(obj *sharestatev1.SharePartitionState, verdict leaderVerdict) {
 	if verdict.podGone() && obj.Status.Leader != nil {
 		fenced := *obj.Status.Leader
 		obj.Status.FencedLeader = &fenced
@@ -94,7 +94,7 @@ func fence(obj *v1.SharePartitionState, verdict leaderVerdict) {
 	obj.Status.StateEpoch++
 	obj.Status.Leader = nil
 	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-		Type: v1.ConditionFenced, Status: metav1.ConditionTrue, Reason: verdict.reason,
+		Type: sharestatev1.ConditionFenced, Status: metav1.ConditionTrue, Reason: verdict.reason,
 		Message:            fmt.Sprintf("%s; state epoch raised to %d", verdict.message, obj.Status.StateEpoch),
 		ObservedGeneration: obj.Generation,
 	})
@@ -102,9 +102,9 @@ func fence(obj *v1.SharePartitionState, verdict leaderVerdict) {
 
 // setFenceRefused says in the Fenced condition that the stale leader could not be fenced, and what
 // an administrator does about it.
-func setFenceRefused(obj *v1.SharePartitionState, verdict leaderVerdict) {
+func setFenceRefused(obj *sharestatev1.SharePartitionState, verdict leaderVerdict) {
 	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-		Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonStateEpochExhausted,
+		Type: sharestatev1.ConditionFenced, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonStateEpochExhausted,
 		Message: fmt.Sprintf("%s, but the state epoch is at its maximum (%d) and cannot be raised to fence it; "+
 			"delete the partition's state and initialize it again", verdict.message, obj.Status.StateEpoch),
 		ObservedGeneration: obj.Generation,
@@ -114,25 +114,25 @@ func setFenceRefused(obj *v1.SharePartitionState, verdict leaderVerdict) {
 // setObservedConditions sets the conditions that follow from the object as it stands: Initialized
 // always, and Fenced turned False once a leader holds the partition again. (A fence sets Fenced True;
 // it stays so until a new leader's Read records itself.)
-func setObservedConditions(obj *v1.SharePartitionState) {
-	initialized := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse,
-		Reason: v1.ReasonNotInitialized, Message: "the persister has not initialized the state yet", ObservedGeneration: obj.Generation}
+func setObservedConditions(obj *sharestatev1.SharePartitionState) {
+	initialized := metav1.Condition{Type: sharestatev1.ConditionInitialized, Status: metav1.ConditionFalse,
+		Reason: sharestatev1.ReasonNotInitialized, Message: "the persister has not initialized the state yet", ObservedGeneration: obj.Generation}
 	if obj.Status.CreateTime != nil {
-		initialized.Status, initialized.Reason = metav1.ConditionTrue, v1.ReasonStateInitialized
+		initialized.Status, initialized.Reason = metav1.ConditionTrue, sharestatev1.ReasonStateInitialized
 		initialized.Message = fmt.Sprintf("state initialized at state epoch %d", obj.Status.StateEpoch)
 	}
 	meta.SetStatusCondition(&obj.Status.Conditions, initialized)
 
 	if l := obj.Status.Leader; l != nil {
 		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-			Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonLeaderAlive,
+			Type: sharestatev1.ConditionFenced, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonLeaderAlive,
 			Message:            fmt.Sprintf("broker %d (pod %s) leads at leader epoch %d", l.BrokerID, l.PodName, l.LeaderEpoch),
 			ObservedGeneration: obj.Generation,
 		})
-	} else if !meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionFenced) {
+	} else if !meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionFenced) {
 		// No leader, and not because of a fence: new, or reset (which clears the leader).
 		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-			Type: v1.ConditionFenced, Status: metav1.ConditionFalse, Reason: v1.ReasonNoLeader,
+			Type: sharestatev1.ConditionFenced, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonNoLeader,
 			Message: "no leader has read the state since it was (re)initialized", ObservedGeneration: obj.Generation,
 		})
 	}
@@ -140,6 +140,6 @@ func setObservedConditions(obj *v1.SharePartitionState) {
 }
 
 // isFenced reports whether the partition is fenced and not yet taken by a new leader.
-func isFenced(obj *v1.SharePartitionState) bool {
-	return obj.Status.Leader == nil && meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionFenced)
+func isFenced(obj *sharestatev1.SharePartitionState) bool {
+	return obj.Status.Leader == nil && meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionFenced)
 }

@@ -9,12 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 func TestJudgeLeader(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	leader := &v1.LeaderRef{BrokerID: 1, PodName: "kafka-1", PodUID: "uid-1", LeaderEpoch: 3}
+	leader := &sharestatev1.LeaderRef{BrokerID: 1, PodName: "kafka-1", PodUID: "uid-1", LeaderEpoch: 3}
 	pod := func(mutate func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kafka-1", UID: types.UID("uid-1"), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
@@ -31,24 +31,24 @@ func TestJudgeLeader(t *testing.T) {
 	deleting := metav1.NewTime(now)
 	tests := []struct {
 		name    string
-		leader  *v1.LeaderRef
+		leader  *sharestatev1.LeaderRef
 		pod     *corev1.Pod
 		grace   time.Duration
 		reason  string // empty: not stale
 		recheck time.Duration
 	}{
 		{"no leader", nil, nil, 0, "", 0},
-		{"leader without a pod name", &v1.LeaderRef{BrokerID: 1}, nil, 0, "", 0},
+		{"leader without a pod name", &sharestatev1.LeaderRef{BrokerID: 1}, nil, 0, "", 0},
 		{"live", leader, pod(nil), 0, "", 0},
-		{"deleted", leader, nil, 0, v1.ReasonLeaderPodDeleted, 0},
-		{"replaced", leader, pod(func(p *corev1.Pod) { p.UID = "uid-2" }), 0, v1.ReasonLeaderPodReplaced, 0},
-		{"terminating", leader, pod(func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), 0, v1.ReasonLeaderPodTerminating, 0},
-		{"failed", leader, pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), 0, v1.ReasonLeaderPodFinished, 0},
-		{"succeeded", leader, pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), 0, v1.ReasonLeaderPodFinished, 0},
+		{"deleted", leader, nil, 0, sharestatev1.ReasonLeaderPodDeleted, 0},
+		{"replaced", leader, pod(func(p *corev1.Pod) { p.UID = "uid-2" }), 0, sharestatev1.ReasonLeaderPodReplaced, 0},
+		{"terminating", leader, pod(func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), 0, sharestatev1.ReasonLeaderPodTerminating, 0},
+		{"failed", leader, pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), 0, sharestatev1.ReasonLeaderPodFinished, 0},
+		{"succeeded", leader, pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), 0, sharestatev1.ReasonLeaderPodFinished, 0},
 		{"not ready, check off", leader, pod(notReadyFor(time.Hour)), 0, "", 0},
 		{"not ready within the grace", leader, pod(notReadyFor(10 * time.Second)), time.Minute, "", 50 * time.Second},
-		{"not ready past the grace", leader, pod(notReadyFor(2 * time.Minute)), time.Minute, v1.ReasonLeaderPodNotReady, 0},
-		{"no Ready condition counts from creation", leader, pod(func(p *corev1.Pod) { p.Status.Conditions = nil }), time.Minute, v1.ReasonLeaderPodNotReady, 0},
+		{"not ready past the grace", leader, pod(notReadyFor(2 * time.Minute)), time.Minute, sharestatev1.ReasonLeaderPodNotReady, 0},
+		{"no Ready condition counts from creation", leader, pod(func(p *corev1.Pod) { p.Status.Conditions = nil }), time.Minute, sharestatev1.ReasonLeaderPodNotReady, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,23 +61,23 @@ func TestJudgeLeader(t *testing.T) {
 }
 
 func TestFenceAndConditions(t *testing.T) {
-	obj := &v1.SharePartitionState{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	obj := &sharestatev1.SharePartitionState{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	now := metav1.Now()
-	obj.Status = v1.SharePartitionStateStatus{StateEpoch: 4, CreateTime: &now, Leader: &v1.LeaderRef{BrokerID: 1, PodName: "kafka-1", LeaderEpoch: 2}}
+	obj.Status = sharestatev1.SharePartitionStateStatus{StateEpoch: 4, CreateTime: &now, Leader: &sharestatev1.LeaderRef{BrokerID: 1, PodName: "kafka-1", LeaderEpoch: 2}}
 	setObservedConditions(obj)
-	if c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonLeaderAlive {
+	if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); c.Status != metav1.ConditionFalse || c.Reason != sharestatev1.ReasonLeaderAlive {
 		t.Fatalf("led partition: %+v", c)
 	}
-	fence(obj, leaderVerdict{stale: true, reason: v1.ReasonLeaderPodDeleted, message: "gone"})
+	fence(obj, leaderVerdict{stale: true, reason: sharestatev1.ReasonLeaderPodDeleted, message: "gone"})
 	setObservedConditions(obj)
 	if obj.Status.StateEpoch != 5 || obj.Status.Leader != nil || !isFenced(obj) {
 		t.Fatalf("after the fence: %+v", obj.Status)
 	}
-	if c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced); c.Reason != v1.ReasonLeaderPodDeleted {
+	if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); c.Reason != sharestatev1.ReasonLeaderPodDeleted {
 		t.Fatalf("fence reason %+v", c)
 	}
 	// A new leader's Read clears it.
-	obj.Status.Leader = &v1.LeaderRef{BrokerID: 2, PodName: "kafka-2", LeaderEpoch: 3}
+	obj.Status.Leader = &sharestatev1.LeaderRef{BrokerID: 2, PodName: "kafka-2", LeaderEpoch: 3}
 	setObservedConditions(obj)
 	if isFenced(obj) {
 		t.Fatal("still fenced after a new leader")
@@ -85,10 +85,10 @@ func TestFenceAndConditions(t *testing.T) {
 	// A reset clears the leader without a fence: no leader, not fenced.
 	obj.Status.Leader = nil
 	setObservedConditions(obj)
-	if c := meta.FindStatusCondition(obj.Status.Conditions, v1.ConditionFenced); isFenced(obj) || c.Reason != v1.ReasonNoLeader {
+	if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); isFenced(obj) || c.Reason != sharestatev1.ReasonNoLeader {
 		t.Fatalf("after a reset: %+v", c)
 	}
-	if !meta.IsStatusConditionTrue(obj.Status.Conditions, v1.ConditionInitialized) || obj.Status.ObservedGeneration != 1 {
+	if !meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionInitialized) || obj.Status.ObservedGeneration != 1 {
 		t.Fatalf("conditions %+v", obj.Status.Conditions)
 	}
 }

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/internal/operator"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
@@ -155,12 +155,12 @@ func acked(offset int64) sharestate.StateBatch {
 }
 
 func spsKey(ns, group string, partition int32) client.ObjectKey {
-	return client.ObjectKey{Namespace: ns, Name: v1.SharePartitionStateName(group, topicA.String(), partition)}
+	return client.ObjectKey{Namespace: ns, Name: sharestatev1.SharePartitionStateName(group, topicA.String(), partition)}
 }
 
-func getSPS(t *testing.T, key client.ObjectKey) *v1.SharePartitionState {
+func getSPS(t *testing.T, key client.ObjectKey) *sharestatev1.SharePartitionState {
 	t.Helper()
-	var obj v1.SharePartitionState
+	var obj sharestatev1.SharePartitionState
 	testenv.Get(t, env.Client, key, &obj) // a read that fails for a moment is no verdict
 	return &obj
 }

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 var env *testenv.Env
@@ -26,10 +26,10 @@ func TestMain(m *testing.M) {
 
 const topicID = "q1Sh0o2QRbuBzMz8vEMbvQ"
 
-func newSPS(ns string) *v1.SharePartitionState {
-	return &v1.SharePartitionState{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.SharePartitionStateName("orders", topicID, 0)},
-		Spec:       v1.SharePartitionStateSpec{GroupID: "orders", TopicID: topicID, Partition: 0},
+func newSPS(ns string) *sharestatev1.SharePartitionState {
+	return &sharestatev1.SharePartitionState{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.SharePartitionStateName("orders", topicID, 0)},
+		Spec:       sharestatev1.SharePartitionStateSpec{GroupID: "orders", TopicID: topicID, Partition: 0},
 	}
 }
 
@@ -56,20 +56,22 @@ func TestSharePartitionStateSpecValidation(t *testing.T) {
 	ns := env.Namespace(t)
 	tests := []struct {
 		name   string
-		mutate func(*v1.SharePartitionState)
+		mutate func(*sharestatev1.SharePartitionState)
 		refuse []string // empty: accepted
 	}{
-		{"valid", func(*v1.SharePartitionState) {}, nil},
-		{"valid with topic name", func(s *v1.SharePartitionState) { s.Spec.TopicName = "orders.v2_EU-1" }, nil},
-		{"negative partition", func(s *v1.SharePartitionState) { s.Spec.Partition = -1 }, []string{"spec.partition", "greater than or equal to 0"}},
-		{"topicId too short", func(s *v1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbuBzMz8vEMbv" }, []string{"spec.topicId", "should match"}},
-		{"topicId with padding", func(s *v1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbuBzMz8vEMb==" }, []string{"spec.topicId"}},
-		{"topicId not url-safe", func(s *v1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbu+zMz8vEMbvQ" }, []string{"spec.topicId"}},
-		{"topicId last char impossible", func(s *v1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbuBzMz8vEMbvB" }, []string{"spec.topicId"}},
-		{"topicId zero uuid", func(s *v1.SharePartitionState) { s.Spec.TopicID = "AAAAAAAAAAAAAAAAAAAAAA" }, []string{"spec.topicId", "zero Uuid"}},
-		{"empty groupId", func(s *v1.SharePartitionState) { s.Spec.GroupID = "" }, []string{"spec.groupId"}},
-		{"groupId over 255", func(s *v1.SharePartitionState) { s.Spec.GroupID = v1.GroupID(strings.Repeat("g", 256)) }, []string{"spec.groupId", "255"}},
-		{"bad topic name", func(s *v1.SharePartitionState) { s.Spec.TopicName = "no spaces" }, []string{"spec.topicName"}},
+		{"valid", func(*sharestatev1.SharePartitionState) {}, nil},
+		{"valid with topic name", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicName = "orders.v2_EU-1" }, nil},
+		{"negative partition", func(s *sharestatev1.SharePartitionState) { s.Spec.Partition = -1 }, []string{"spec.partition", "greater than or equal to 0"}},
+		{"topicId too short", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbuBzMz8vEMbv" }, []string{"spec.topicId", "should match"}},
+		{"topicId with padding", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbuBzMz8vEMb==" }, []string{"spec.topicId"}},
+		{"topicId not url-safe", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbu+zMz8vEMbvQ" }, []string{"spec.topicId"}},
+		{"topicId last char impossible", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicID = "q1Sh0o2QRbuBzMz8vEMbvB" }, []string{"spec.topicId"}},
+		{"topicId zero uuid", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicID = "AAAAAAAAAAAAAAAAAAAAAA" }, []string{"spec.topicId", "zero Uuid"}},
+		{"empty groupId", func(s *sharestatev1.SharePartitionState) { s.Spec.GroupID = "" }, []string{"spec.groupId"}},
+		{"groupId over 255", func(s *sharestatev1.SharePartitionState) {
+			s.Spec.GroupID = sharestatev1.GroupID(strings.Repeat("g", 256))
+		}, []string{"spec.groupId", "255"}},
+		{"bad topic name", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicName = "no spaces" }, []string{"spec.topicName"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,13 +96,13 @@ func TestSharePartitionStateSpecIsImmutable(t *testing.T) {
 	ns := env.Namespace(t)
 	tests := []struct {
 		name   string
-		mutate func(*v1.SharePartitionState)
+		mutate func(*sharestatev1.SharePartitionState)
 		refuse []string
 	}{
-		{"groupId", func(s *v1.SharePartitionState) { s.Spec.GroupID = "other" }, []string{"immutable"}},
-		{"topicId", func(s *v1.SharePartitionState) { s.Spec.TopicID = "AAAAAAAAAAAAAAAAAAAAAQ" }, []string{"immutable"}},
-		{"partition", func(s *v1.SharePartitionState) { s.Spec.Partition = 1 }, []string{"immutable"}},
-		{"topicName set when unset", func(s *v1.SharePartitionState) { s.Spec.TopicName = "orders" }, nil},
+		{"groupId", func(s *sharestatev1.SharePartitionState) { s.Spec.GroupID = "other" }, []string{"immutable"}},
+		{"topicId", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicID = "AAAAAAAAAAAAAAAAAAAAAQ" }, []string{"immutable"}},
+		{"partition", func(s *sharestatev1.SharePartitionState) { s.Spec.Partition = 1 }, []string{"immutable"}},
+		{"topicName set when unset", func(s *sharestatev1.SharePartitionState) { s.Spec.TopicName = "orders" }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestSharePartitionStateSpecIsImmutable(t *testing.T) {
 }
 
 // initialized creates an object and writes a first status: state epoch 3, leader epoch 5, start offset 100.
-func initialized(t *testing.T, ns string) *v1.SharePartitionState {
+func initialized(t *testing.T, ns string) *sharestatev1.SharePartitionState {
 	t.Helper()
 	ctx := context.Background()
 	sps := newSPS(ns)
@@ -135,9 +137,9 @@ func initialized(t *testing.T, ns string) *v1.SharePartitionState {
 		t.Fatal(err)
 	}
 	now := metav1.Now()
-	sps.Status = v1.SharePartitionStateStatus{
+	sps.Status = sharestatev1.SharePartitionStateStatus{
 		StateEpoch: 3, LeaderEpoch: 5, StartOffset: 100, DeliveryCompleteCount: 0,
-		StateBatches: []v1.StateBatch{"100-109/2/1", "110/0/2"},
+		StateBatches: []sharestatev1.StateBatch{"100-109/2/1", "110/0/2"},
 		CreateTime:   &now, WriteTime: &now,
 	}
 	if err := env.Client.Status().Update(ctx, sps); err != nil {
@@ -152,36 +154,46 @@ func TestSharePartitionStateStatusValidation(t *testing.T) {
 	ns := env.Namespace(t)
 	tests := []struct {
 		name   string
-		mutate func(*v1.SharePartitionStateStatus)
+		mutate func(*sharestatev1.SharePartitionStateStatus)
 		refuse []string
 	}{
-		{"raise epochs and start offset", func(s *v1.SharePartitionStateStatus) { s.StateEpoch, s.LeaderEpoch, s.StartOffset = 4, 6, 105 }, nil},
-		{"reset lowers start offset with a higher state epoch", func(s *v1.SharePartitionStateStatus) {
+		{"raise epochs and start offset", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StateEpoch, s.LeaderEpoch, s.StartOffset = 4, 6, 105
+		}, nil},
+		{"reset lowers start offset with a higher state epoch", func(s *sharestatev1.SharePartitionStateStatus) {
 			s.StateEpoch, s.StartOffset, s.StateBatches = 4, 0, nil
 		}, nil},
-		{"reset to unset start offset", func(s *v1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -1 }, nil},
-		{"lowered state epoch", func(s *v1.SharePartitionStateStatus) { s.StateEpoch = 2 }, []string{"status.stateEpoch may not be lowered"}},
-		{"lowered leader epoch", func(s *v1.SharePartitionStateStatus) { s.LeaderEpoch = 4 }, []string{"status.leaderEpoch may be lowered only together with a higher status.stateEpoch"}},
-		{"reset lowers leader epoch with a higher state epoch", func(s *v1.SharePartitionStateStatus) { s.StateEpoch, s.LeaderEpoch = 4, 0 }, nil},
-		{"lowered start offset without a reset", func(s *v1.SharePartitionStateStatus) { s.StartOffset = 99 }, []string{"status.startOffset may be lowered only together with a higher status.stateEpoch"}},
-		{"start offset below -1", func(s *v1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -2 }, []string{"status.startOffset"}},
-		{"delivery complete count below -1", func(s *v1.SharePartitionStateStatus) { s.DeliveryCompleteCount = -2 }, []string{"status.deliveryCompleteCount"}},
-		{"malformed batch: text", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"abc"} }, []string{"status.stateBatches[0]", "should match"}},
-		{"malformed batch: last below first", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110-105/0/1"} }, []string{"status.stateBatches[0]", "lastOffset must be above firstOffset"}},
-		{"malformed batch: last equal to first", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110-110/0/1"} }, []string{"status.stateBatches[0]"}},
-		{"malformed batch: acquired is never stored", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110/1/1"} }, []string{"status.stateBatches[0]"}},
-		{"malformed batch: count over int16", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"110/0/40000"} }, []string{"status.stateBatches[0]", "should match"}},
-		{"malformed batch: single offset over int64", func(s *v1.SharePartitionStateStatus) {
-			s.StartOffset, s.StateEpoch = 0, 4
-			s.StateBatches = []v1.StateBatch{"9999999999999999999/0/1"}
+		{"reset to unset start offset", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -1 }, nil},
+		{"lowered state epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch = 2 }, []string{"status.stateEpoch may not be lowered"}},
+		{"lowered leader epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.LeaderEpoch = 4 }, []string{"status.leaderEpoch may be lowered only together with a higher status.stateEpoch"}},
+		{"reset lowers leader epoch with a higher state epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.LeaderEpoch = 4, 0 }, nil},
+		{"lowered start offset without a reset", func(s *sharestatev1.SharePartitionStateStatus) { s.StartOffset = 99 }, []string{"status.startOffset may be lowered only together with a higher status.stateEpoch"}},
+		{"start offset below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -2 }, []string{"status.startOffset"}},
+		{"delivery complete count below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.DeliveryCompleteCount = -2 }, []string{"status.deliveryCompleteCount"}},
+		{"malformed batch: text", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"abc"} }, []string{"status.stateBatches[0]", "should match"}},
+		{"malformed batch: last below first", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StateBatches = []sharestatev1.StateBatch{"110-105/0/1"}
+		}, []string{"status.stateBatches[0]", "lastOffset must be above firstOffset"}},
+		{"malformed batch: last equal to first", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StateBatches = []sharestatev1.StateBatch{"110-110/0/1"}
 		}, []string{"status.stateBatches[0]"}},
-		{"largest valid batch", func(s *v1.SharePartitionStateStatus) {
-			s.StateBatches = []v1.StateBatch{"9223372036854775806-9223372036854775807/4/32767"}
+		{"malformed batch: acquired is never stored", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"110/1/1"} }, []string{"status.stateBatches[0]"}},
+		{"malformed batch: count over int16", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StateBatches = []sharestatev1.StateBatch{"110/0/40000"}
+		}, []string{"status.stateBatches[0]", "should match"}},
+		{"malformed batch: single offset over int64", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StartOffset, s.StateEpoch = 0, 4
+			s.StateBatches = []sharestatev1.StateBatch{"9999999999999999999/0/1"}
+		}, []string{"status.stateBatches[0]"}},
+		{"largest valid batch", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StateBatches = []sharestatev1.StateBatch{"9223372036854775806-9223372036854775807/4/32767"}
 		}, nil},
-		{"malformed batch: negative offset", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"-5/0/1"} }, []string{"status.stateBatches[0]"}},
-		{"malformed batch: leading zero", func(s *v1.SharePartitionStateStatus) { s.StateBatches = []v1.StateBatch{"0110/0/1"} }, []string{"status.stateBatches[0]"}},
-		{"malformed batch: offset over int64", func(s *v1.SharePartitionStateStatus) {
-			s.StateBatches = []v1.StateBatch{"9223372036854775806-9999999999999999999/0/1"}
+		{"malformed batch: negative offset", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"-5/0/1"} }, []string{"status.stateBatches[0]"}},
+		{"malformed batch: leading zero", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StateBatches = []sharestatev1.StateBatch{"0110/0/1"}
+		}, []string{"status.stateBatches[0]"}},
+		{"malformed batch: offset over int64", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.StateBatches = []sharestatev1.StateBatch{"9223372036854775806-9999999999999999999/0/1"}
 		}, []string{"status.stateBatches[0]"}},
 	}
 	for _, tt := range tests {
@@ -225,7 +237,7 @@ func TestSharePartitionStateStatusIsASubresource(t *testing.T) {
 	if err := env.Client.Update(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
-	var got v1.SharePartitionState
+	var got sharestatev1.SharePartitionState
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sps), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +251,7 @@ func TestSharePartitionStateStatusIsASubresource(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, &got); err != nil {
 		t.Fatal(err)
 	}
-	var after v1.SharePartitionState
+	var after sharestatev1.SharePartitionState
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sps), &after); err != nil {
 		t.Fatal(err)
 	}
@@ -248,15 +260,15 @@ func TestSharePartitionStateStatusIsASubresource(t *testing.T) {
 	}
 }
 
-func newShareGroup(ns string) *v1.ShareGroup {
-	return &v1.ShareGroup{
+func newShareGroup(ns string) *sharestatev1.ShareGroup {
+	return &sharestatev1.ShareGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "sg-"},
-		Spec: v1.ShareGroupSpec{
+		Spec: sharestatev1.ShareGroupSpec{
 			GroupID: "orders",
-			Topics:  []v1.ShareGroupTopic{{TopicID: topicID, Name: "orders", Partitions: 12}},
-			Settings: &v1.ShareGroupSettings{
+			Topics:  []sharestatev1.ShareGroupTopic{{TopicID: topicID, Name: "orders", Partitions: 12}},
+			Settings: &sharestatev1.ShareGroupSettings{
 				DeliveryCountLimit: ptr.To[int32](5), RecordLockDurationMs: ptr.To[int32](30000),
-				MaxRecordLocks: ptr.To[int32](2000), AutoOffsetReset: v1.AutoOffsetResetEarliest,
+				MaxRecordLocks: ptr.To[int32](2000), AutoOffsetReset: sharestatev1.AutoOffsetResetEarliest,
 			},
 		},
 	}
@@ -268,27 +280,27 @@ func TestShareGroupValidation(t *testing.T) {
 	ns := env.Namespace(t)
 	tests := []struct {
 		name   string
-		mutate func(*v1.ShareGroup)
+		mutate func(*sharestatev1.ShareGroup)
 		refuse []string
 	}{
-		{"valid", func(*v1.ShareGroup) {}, nil},
-		{"valid reset to offset", func(g *v1.ShareGroup) {
-			g.Spec.OffsetReset = &v1.OffsetResetRequest{ID: "r1", Topics: []v1.OffsetResetTopic{{TopicID: topicID, To: v1.OffsetResetToOffset, Offset: ptr.To[int64](42)}}}
+		{"valid", func(*sharestatev1.ShareGroup) {}, nil},
+		{"valid reset to offset", func(g *sharestatev1.ShareGroup) {
+			g.Spec.OffsetReset = &sharestatev1.OffsetResetRequest{ID: "r1", Topics: []sharestatev1.OffsetResetTopic{{TopicID: topicID, To: sharestatev1.OffsetResetToOffset, Offset: ptr.To[int64](42)}}}
 		}, nil},
-		{"valid by_duration", func(g *v1.ShareGroup) { g.Spec.Settings.AutoOffsetReset = "by_duration:PT1H" }, nil},
-		{"delivery count limit too low", func(g *v1.ShareGroup) { g.Spec.Settings.DeliveryCountLimit = ptr.To[int32](1) }, []string{"spec.settings.deliveryCountLimit"}},
-		{"delivery count limit too high", func(g *v1.ShareGroup) { g.Spec.Settings.DeliveryCountLimit = ptr.To[int32](11) }, []string{"spec.settings.deliveryCountLimit"}},
-		{"unknown auto offset reset", func(g *v1.ShareGroup) { g.Spec.Settings.AutoOffsetReset = "smallest" }, []string{"spec.settings.autoOffsetReset"}},
-		{"zero partitions", func(g *v1.ShareGroup) { g.Spec.Topics[0].Partitions = 0 }, []string{"spec.topics[0].partitions"}},
-		{"reset to offset without offset", func(g *v1.ShareGroup) {
-			g.Spec.OffsetReset = &v1.OffsetResetRequest{ID: "r1", Topics: []v1.OffsetResetTopic{{TopicID: topicID, To: v1.OffsetResetToOffset}}}
+		{"valid by_duration", func(g *sharestatev1.ShareGroup) { g.Spec.Settings.AutoOffsetReset = "by_duration:PT1H" }, nil},
+		{"delivery count limit too low", func(g *sharestatev1.ShareGroup) { g.Spec.Settings.DeliveryCountLimit = ptr.To[int32](1) }, []string{"spec.settings.deliveryCountLimit"}},
+		{"delivery count limit too high", func(g *sharestatev1.ShareGroup) { g.Spec.Settings.DeliveryCountLimit = ptr.To[int32](11) }, []string{"spec.settings.deliveryCountLimit"}},
+		{"unknown auto offset reset", func(g *sharestatev1.ShareGroup) { g.Spec.Settings.AutoOffsetReset = "smallest" }, []string{"spec.settings.autoOffsetReset"}},
+		{"zero partitions", func(g *sharestatev1.ShareGroup) { g.Spec.Topics[0].Partitions = 0 }, []string{"spec.topics[0].partitions"}},
+		{"reset to offset without offset", func(g *sharestatev1.ShareGroup) {
+			g.Spec.OffsetReset = &sharestatev1.OffsetResetRequest{ID: "r1", Topics: []sharestatev1.OffsetResetTopic{{TopicID: topicID, To: sharestatev1.OffsetResetToOffset}}}
 		}, []string{"offset is required with to: Offset"}},
-		{"reset to earliest with an offset", func(g *v1.ShareGroup) {
-			g.Spec.OffsetReset = &v1.OffsetResetRequest{ID: "r1", Topics: []v1.OffsetResetTopic{{TopicID: topicID, To: v1.OffsetResetToEarliest, Offset: ptr.To[int64](1)}}}
+		{"reset to earliest with an offset", func(g *sharestatev1.ShareGroup) {
+			g.Spec.OffsetReset = &sharestatev1.OffsetResetRequest{ID: "r1", Topics: []sharestatev1.OffsetResetTopic{{TopicID: topicID, To: sharestatev1.OffsetResetToEarliest, Offset: ptr.To[int64](1)}}}
 		}, []string{"offset is required with to: Offset and not allowed otherwise"}},
-		{"reset without topics", func(g *v1.ShareGroup) { g.Spec.OffsetReset = &v1.OffsetResetRequest{ID: "r1"} }, []string{"spec.offsetReset.topics"}},
-		{"reset with a bad id", func(g *v1.ShareGroup) {
-			g.Spec.OffsetReset = &v1.OffsetResetRequest{ID: "-bad", Topics: []v1.OffsetResetTopic{{TopicID: topicID, To: v1.OffsetResetToEarliest}}}
+		{"reset without topics", func(g *sharestatev1.ShareGroup) { g.Spec.OffsetReset = &sharestatev1.OffsetResetRequest{ID: "r1"} }, []string{"spec.offsetReset.topics"}},
+		{"reset with a bad id", func(g *sharestatev1.ShareGroup) {
+			g.Spec.OffsetReset = &sharestatev1.OffsetResetRequest{ID: "-bad", Topics: []sharestatev1.OffsetResetTopic{{TopicID: topicID, To: sharestatev1.OffsetResetToEarliest}}}
 		}, []string{"spec.offsetReset.id"}},
 	}
 	for _, tt := range tests {
@@ -365,7 +377,7 @@ func TestStoredSizeWorstCase(t *testing.T) {
 	if perBatch > 24 {
 		t.Errorf("%.1f bytes a batch, want at most 24", perBatch)
 	}
-	var stored v1.SharePartitionState
+	var stored sharestatev1.SharePartitionState
 	if err := json.Unmarshal(body, &stored); err != nil {
 		t.Fatal(err)
 	}
@@ -374,14 +386,14 @@ func TestStoredSizeWorstCase(t *testing.T) {
 	}
 }
 
-func worstCaseBatches(n int, base int64) []v1.StateBatch {
-	out := make([]v1.StateBatch, n)
+func worstCaseBatches(n int, base int64) []sharestatev1.StateBatch {
+	out := make([]sharestatev1.StateBatch, n)
 	for i := range out {
 		state := "0"
 		if i%2 == 1 {
 			state = "2"
 		}
-		out[i] = v1.StateBatch(strings.Join([]string{itoa(base + int64(i)), state, "1"}, "/"))
+		out[i] = sharestatev1.StateBatch(strings.Join([]string{itoa(base + int64(i)), state, "1"}, "/"))
 	}
 	return out
 }

@@ -13,9 +13,9 @@ import (
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // BenchmarkWrites measures Write throughput and latency through the sidecar over TCP
@@ -94,7 +94,7 @@ func (s *sidecar) histogram(b *testing.B, name string) (sum, count float64) {
 	return sum, count
 }
 
-// The shape of every write, as internal/bench writes them: a leader that acknowledges most records of
+// The shape of every write, as test/bench writes them: a leader that acknowledges most records of
 // each run of 10 offsets, rejects one and releases one, and whose start offset trails its newest
 // write by 200 offsets, so the stored state stays at about 60 batches however long the run.
 const (

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The conformance tests: the sidecar binary, run against a real API server, driven by franz-go the
@@ -261,9 +261,9 @@ func TestDeleteAndReadSummary(t *testing.T) {
 func TestUnknownTopicOrPartition(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
-	sg := &v1.ShareGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName("declared")},
-		Spec:       v1.ShareGroupSpec{GroupID: "declared", Topics: []v1.ShareGroupTopic{{TopicID: v1.TopicID(topicA.String()), Partitions: 2}}},
+	sg := &sharestatev1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName("declared")},
+		Spec:       sharestatev1.ShareGroupSpec{GroupID: "declared", Topics: []sharestatev1.ShareGroupTopic{{TopicID: sharestatev1.TopicID(topicA.String()), Partitions: 2}}},
 	}
 	if err := env.Client.Create(context.Background(), sg); err != nil {
 		t.Fatal(err)
@@ -357,12 +357,12 @@ func TestCorruptStateIsUnknownServerError(t *testing.T) {
 	ns := env.Namespace(t)
 	k := newKafka(t, startSidecar(t, ns, sidecarOptions{}).addr)
 	expectCode(t, "initialize", k.initialize("g", 0, 1, 0).ErrorCode, nil, errNone)
-	var obj v1.SharePartitionState
-	key := client.ObjectKey{Namespace: ns, Name: v1.SharePartitionStateName("g", topicA.String(), 0)}
+	var obj sharestatev1.SharePartitionState
+	key := client.ObjectKey{Namespace: ns, Name: sharestatev1.SharePartitionStateName("g", topicA.String(), 0)}
 	if err := env.Client.Get(context.Background(), key, &obj); err != nil {
 		t.Fatal(err)
 	}
-	obj.Status.StateBatches = []v1.StateBatch{"5-10/0/1", "7/2/1"} // each valid, together overlapping
+	obj.Status.StateBatches = []sharestatev1.StateBatch{"5-10/0/1", "7/2/1"} // each valid, together overlapping
 	if err := env.Client.Status().Update(context.Background(), &obj); err != nil {
 		t.Fatal(err)
 	}
@@ -424,8 +424,8 @@ func TestLeaderIdentityIsRecorded(t *testing.T) {
 	k := newKafka(t, startSidecar(t, ns, sidecarOptions{brokerID: 7}).addr)
 	expectCode(t, "initialize", k.initialize("g", 0, 1, 0).ErrorCode, nil, errNone)
 	expectCode(t, "read", k.read("g", 0, 4).ErrorCode, nil, errNone)
-	var obj v1.SharePartitionState
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v1.SharePartitionStateName("g", topicA.String(), 0)}, &obj); err != nil {
+	var obj sharestatev1.SharePartitionState
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: sharestatev1.SharePartitionStateName("g", topicA.String(), 0)}, &obj); err != nil {
 		t.Fatal(err)
 	}
 	if l := obj.Status.Leader; l == nil || l.BrokerID != 7 || l.PodName != "broker-7" || l.PodUID != "uid-7" || l.LeaderEpoch != 4 {

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The sidecar's metrics by default: HTTPS, each scrape's token and access reviewed by the API server

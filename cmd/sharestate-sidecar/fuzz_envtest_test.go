@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The sidecar binary, against a real API server, fed multi-partition requests of all five APIs whose
@@ -62,16 +62,16 @@ type hostileSidecar struct {
 func newHostileSidecar(t testing.TB) *hostileSidecar {
 	t.Helper()
 	ns := env.Namespace(t)
-	for _, sg := range []*v1.ShareGroup{
+	for _, sg := range []*sharestatev1.ShareGroup{
 		{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName(groupVictim)},
-			Spec: v1.ShareGroupSpec{GroupID: groupSquatter, Topics: []v1.ShareGroupTopic{
-				{TopicID: v1.TopicID(sharestate.TopicID(topicDeclared).String()), Partitions: declaredPartitions},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName(groupVictim)},
+			Spec: sharestatev1.ShareGroupSpec{GroupID: groupSquatter, Topics: []sharestatev1.ShareGroupTopic{
+				{TopicID: sharestatev1.TopicID(sharestate.TopicID(topicDeclared).String()), Partitions: declaredPartitions},
 			}},
 		},
 		{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName(groupUnicodeVictim)},
-			Spec:       v1.ShareGroupSpec{GroupID: groupOtherSquatter},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName(groupUnicodeVictim)},
+			Spec:       sharestatev1.ShareGroupSpec{GroupID: groupOtherSquatter},
 		},
 	} {
 		if err := env.Client.Create(context.Background(), sg); err != nil {

@@ -30,8 +30,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // sidecar is a running sharestate-sidecar process.

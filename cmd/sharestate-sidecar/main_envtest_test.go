@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // env is the control plane every test of this package shares; each test works in a namespace of its

@@ -15,9 +15,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The wire-level behaviour a Kafka client relies on, against the binary: version negotiation,

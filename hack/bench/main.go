@@ -1,5 +1,5 @@
 // Command bench measures share-state write throughput against one local control plane (`make bench`):
-// see docs/performance.md. Its logic lives in internal/bench.
+// see docs/performance.md. Its logic lives in test/bench.
 package main
 
 import (
@@ -14,8 +14,8 @@ import (
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/sharestate/sharestate-operator/internal/bench"
 	"github.com/sharestate/sharestate-operator/internal/operator"
+	"github.com/sharestate/sharestate-operator/test/bench"
 )
 
 func main() {

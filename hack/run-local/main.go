@@ -15,9 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/sharestate/sharestate-operator/internal/localcluster"
 	"github.com/sharestate/sharestate-operator/internal/operator"
 	"github.com/sharestate/sharestate-operator/internal/sidecar"
+	"github.com/sharestate/sharestate-operator/test/localcluster"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )

@@ -23,7 +23,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sharestate/sharestate-operator/internal/operator"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // env is the control plane the tests share (nil with -short), with the operator's manager running on

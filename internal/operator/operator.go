@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/controllers"
 	"github.com/sharestate/sharestate-operator/internal/metricsauth"
 )
@@ -71,7 +71,7 @@ func Scheme() (*runtime.Scheme, error) {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
-	if err := v1.AddToScheme(s); err != nil {
+	if err := sharestatev1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 type deleteOptions struct {
@@ -124,14 +124,14 @@ func confirm(in io.Reader, groupID string) error {
 
 // waitGone polls until the group is gone: the operator's finalizer holds it until its partition state
 // is deleted.
-func (s *session) waitGone(ctx context.Context, sg *v1.ShareGroup, timeout, poll time.Duration) error {
+func (s *session) waitGone(ctx context.Context, sg *sharestatev1.ShareGroup, timeout, poll time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	key := client.ObjectKeyFromObject(sg)
 	for {
-		current := &v1.ShareGroup{}
+		current := &sharestatev1.ShareGroup{}
 		err := s.client.Get(ctx, key, current)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -150,7 +150,7 @@ func (s *session) waitGone(ctx context.Context, sg *v1.ShareGroup, timeout, poll
 				return fmt.Errorf("ShareGroup %s is still being deleted after %s: %w", key, timeout, err)
 			}
 			return fmt.Errorf("ShareGroup %s is still being deleted after %s: %s left, and its finalizer %s waits for the operator to delete them (is it running?)",
-				key, timeout, counted(len(left), "partition state"), v1.FinalizerPartitionState)
+				key, timeout, counted(len(left), "partition state"), sharestatev1.FinalizerPartitionState)
 		case <-ticker.C:
 		}
 	}

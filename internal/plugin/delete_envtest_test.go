@@ -9,13 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // groupWithState creates a group with initialized partitions, and waits until the operator holds it
 // with its finalizer (so that deleting it deletes its partitions' state).
-func groupWithState(t *testing.T, ns, group string, partitions int32) *v1.ShareGroup {
+func groupWithState(t *testing.T, ns, group string, partitions int32) *sharestatev1.ShareGroup {
 	t.Helper()
 	sg := declareGroup(t, ns, group, partitions)
 	b := newBroker(t, ns, group, 1, nil)
@@ -23,7 +23,7 @@ func groupWithState(t *testing.T, ns, group string, partitions int32) *v1.ShareG
 		b.initialize(part, 0, 0)
 	}
 	testenv.Eventually(t, 10*time.Second, func() error {
-		if !controllerutil.ContainsFinalizer(getGroup(t, sg), v1.FinalizerPartitionState) {
+		if !controllerutil.ContainsFinalizer(getGroup(t, sg), sharestatev1.FinalizerPartitionState) {
 			return fmt.Errorf("the operator has not added its finalizer to %s", sg.Name)
 		}
 		return nil
@@ -32,7 +32,7 @@ func groupWithState(t *testing.T, ns, group string, partitions int32) *v1.ShareG
 }
 
 // expectGroupKept checks that a refused delete left the group and its state alone.
-func expectGroupKept(t *testing.T, sg *v1.ShareGroup, partitions int) {
+func expectGroupKept(t *testing.T, sg *sharestatev1.ShareGroup, partitions int) {
 	t.Helper()
 	if g := getGroup(t, sg); !g.DeletionTimestamp.IsZero() {
 		t.Fatalf("the group is being deleted after a refused confirmation")
@@ -42,18 +42,18 @@ func expectGroupKept(t *testing.T, sg *v1.ShareGroup, partitions int) {
 	}
 }
 
-func countPartitions(t *testing.T, sg *v1.ShareGroup) int {
+func countPartitions(t *testing.T, sg *sharestatev1.ShareGroup) int {
 	t.Helper()
-	var list v1.SharePartitionStateList
-	if err := env.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}); err != nil {
+	var list sharestatev1.SharePartitionStateList
+	if err := env.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}); err != nil {
 		t.Fatal(err)
 	}
 	return len(list.Items)
 }
 
-func expectGroupGone(t *testing.T, sg *v1.ShareGroup) {
+func expectGroupGone(t *testing.T, sg *sharestatev1.ShareGroup) {
 	t.Helper()
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &v1.ShareGroup{}); !apierrors.IsNotFound(err) {
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), &sharestatev1.ShareGroup{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the group is still there: %v", err)
 	}
 	if n := countPartitions(t, sg); n != 0 {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
@@ -57,7 +57,7 @@ func newDescribeGroupCommand(o *rootOptions) *cobra.Command {
 
 // groupReport is everything describe shows about a group.
 type groupReport struct {
-	group      *v1.ShareGroup
+	group      *sharestatev1.ShareGroup
 	partitions []partitionRow
 	events     []eventsv1.Event
 	// eventsNote says why events could not be listed ("" when they could).
@@ -72,7 +72,7 @@ type partitionRow struct {
 	stateEpoch       int32
 	leaderEpoch      int32
 	startOffset      int64
-	leader           *v1.LeaderRef
+	leader           *sharestatev1.LeaderRef
 	initialized      bool // the persister initialized the state (createTime is set)
 	inFlight         int64
 	deliveryComplete int32  // -1: unknown
@@ -86,7 +86,7 @@ func (r partitionRow) fenced() bool {
 	return r.leader == nil && r.fencedCond != nil && r.fencedCond.Status == metav1.ConditionTrue
 }
 
-func (s *session) gatherGroup(ctx context.Context, sg *v1.ShareGroup) (*groupReport, error) {
+func (s *session) gatherGroup(ctx context.Context, sg *sharestatev1.ShareGroup) (*groupReport, error) {
 	partitions, err := s.listPartitions(ctx, sg)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *session) gatherGroup(ctx context.Context, sg *v1.ShareGroup) (*groupRep
 	return report, nil
 }
 
-func newPartitionRow(sg *v1.ShareGroup, p *v1.SharePartitionState) partitionRow {
+func newPartitionRow(sg *sharestatev1.ShareGroup, p *sharestatev1.SharePartitionState) partitionRow {
 	name := p.Spec.TopicName
 	if name == "" {
 		name = topicName(sg, p.Spec.TopicID)
@@ -116,8 +116,8 @@ func newPartitionRow(sg *v1.ShareGroup, p *v1.SharePartitionState) partitionRow 
 		leader:           p.Status.Leader,
 		initialized:      p.Status.CreateTime != nil,
 		deliveryComplete: p.Status.DeliveryCompleteCount,
-		initializedCond:  conditionStatus(p.Status.Conditions, v1.ConditionInitialized),
-		fencedCond:       meta.FindStatusCondition(p.Status.Conditions, v1.ConditionFenced),
+		initializedCond:  conditionStatus(p.Status.Conditions, sharestatev1.ConditionInitialized),
+		fencedCond:       meta.FindStatusCondition(p.Status.Conditions, sharestatev1.ConditionFenced),
 	}
 	if name == "" {
 		row.topic = string(p.Spec.TopicID)
@@ -132,7 +132,7 @@ func newPartitionRow(sg *v1.ShareGroup, p *v1.SharePartitionState) partitionRow 
 }
 
 // storedBatches returns the partition's batches in their storage form.
-func storedBatches(p *v1.SharePartitionState) []string {
+func storedBatches(p *sharestatev1.SharePartitionState) []string {
 	stored := make([]string, len(p.Status.StateBatches))
 	for i, b := range p.Status.StateBatches {
 		stored[i] = string(b)
@@ -157,7 +157,7 @@ func (s *session) fencingEvents(ctx context.Context, namespace string, partition
 	}
 	var out []eventsv1.Event
 	for _, e := range list.Items {
-		if partitions[e.Regarding.Name] && (e.Reason == v1.EventReasonFenced || e.Reason == v1.EventReasonLeaderChanged) {
+		if partitions[e.Regarding.Name] && (e.Reason == sharestatev1.EventReasonFenced || e.Reason == sharestatev1.EventReasonLeaderChanged) {
 			out = append(out, e)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // A group of three partitions: 0 led by a live broker with records in flight, 1 fenced after its
@@ -31,7 +31,7 @@ func TestDescribeGroup(t *testing.T) {
 	}
 	// The operator must have seen partition 0 at leader epoch 0 for the new leader to be an event.
 	testenv.Eventually(t, 10*time.Second, func() error {
-		if c := getPartition(t, ns, group, 0).Status.Conditions; !meta.IsStatusConditionTrue(c, v1.ConditionInitialized) {
+		if c := getPartition(t, ns, group, 0).Status.Conditions; !meta.IsStatusConditionTrue(c, sharestatev1.ConditionInitialized) {
 			return fmt.Errorf("partition 0 not reported initialized: %+v", c)
 		}
 		return nil
@@ -49,8 +49,8 @@ func TestDescribeGroup(t *testing.T) {
 			return fmt.Errorf("group status shows %d fenced partitions", s.FencedPartitions)
 		}
 		return eventsPresent(ns, map[string]string{
-			v1.SharePartitionStateName(group, topicOrders, 0): v1.EventReasonLeaderChanged,
-			v1.SharePartitionStateName(group, topicOrders, 1): v1.EventReasonFenced,
+			sharestatev1.SharePartitionStateName(group, topicOrders, 0): sharestatev1.EventReasonLeaderChanged,
+			sharestatev1.SharePartitionStateName(group, topicOrders, 1): sharestatev1.EventReasonFenced,
 		})
 	})
 
@@ -64,7 +64,7 @@ func TestDescribeGroup(t *testing.T) {
 }
 
 // expectDescription checks describe's output for TestDescribeGroup's group.
-func expectDescription(t *testing.T, out string, sg *v1.ShareGroup) {
+func expectDescription(t *testing.T, out string, sg *sharestatev1.ShareGroup) {
 	t.Helper()
 	lineMatching(t, out, `^Name:\s+`+sg.Name+`$`)
 	lineMatching(t, out, `^Group ID:\s+Describe\.Orders$`)

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // printGroupReport renders describe group's output.
@@ -44,7 +44,7 @@ func printGroupReport(w io.Writer, r *groupReport, now time.Time) error {
 	return p.err
 }
 
-func declaredTopics(sg *v1.ShareGroup) string {
+func declaredTopics(sg *sharestatev1.ShareGroup) string {
 	if len(sg.Spec.Topics) == 0 {
 		return "<none declared: every partition is known>"
 	}
@@ -55,7 +55,7 @@ func declaredTopics(sg *v1.ShareGroup) string {
 	return strings.Join(parts, "; ")
 }
 
-func settings(s *v1.ShareGroupSettings) string {
+func settings(s *sharestatev1.ShareGroupSettings) string {
 	if s == nil {
 		return "<broker defaults>"
 	}
@@ -79,7 +79,7 @@ func settings(s *v1.ShareGroupSettings) string {
 }
 
 // resetRequest shows spec.offsetReset in one line.
-func resetRequest(req *v1.OffsetResetRequest) string {
+func resetRequest(req *sharestatev1.OffsetResetRequest) string {
 	if req == nil {
 		return "<none>"
 	}
@@ -94,8 +94,8 @@ func resetRequest(req *v1.OffsetResetRequest) string {
 }
 
 // resetDestination says where a reset topic goes: "Earliest", "Offset 500", "AutoOffsetReset".
-func resetDestination(t v1.OffsetResetTopic) string {
-	if t.To == v1.OffsetResetToOffset && t.Offset != nil {
+func resetDestination(t sharestatev1.OffsetResetTopic) string {
+	if t.To == sharestatev1.OffsetResetToOffset && t.Offset != nil {
 		return fmt.Sprintf("Offset %d", *t.Offset)
 	}
 	return string(t.To)
@@ -134,7 +134,7 @@ func knownCount(v int32) string {
 	return itoa(v)
 }
 
-func leaderCell(l *v1.LeaderRef) string {
+func leaderCell(l *sharestatev1.LeaderRef) string {
 	if l == nil {
 		return "-"
 	}
@@ -193,7 +193,7 @@ func printConditions(p *printer, conditions []metav1.Condition, now time.Time) {
 	p.table("  ", []string{"TYPE", "STATUS", "REASON", "LAST TRANSITION", "MESSAGE"}, rows)
 }
 
-func lastReset(r *v1.OffsetResetStatus, now time.Time) string {
+func lastReset(r *sharestatev1.OffsetResetStatus, now time.Time) string {
 	if r == nil {
 		return "<none>"
 	}

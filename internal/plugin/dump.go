@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
@@ -74,8 +74,8 @@ func (do *dumpOptions) run(ctx context.Context, s *session, groupArg string) err
 	if err != nil {
 		return err
 	}
-	key := client.ObjectKey{Namespace: sg.Namespace, Name: v1.SharePartitionStateName(string(sg.Spec.GroupID), string(topicID), do.partition)}
-	sps := &v1.SharePartitionState{}
+	key := client.ObjectKey{Namespace: sg.Namespace, Name: sharestatev1.SharePartitionStateName(string(sg.Spec.GroupID), string(topicID), do.partition)}
+	sps := &sharestatev1.SharePartitionState{}
 	if err := s.client.Get(ctx, key, sps); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("group %q has no state for partition %d of topic %s (no SharePartitionState %s)",
@@ -95,23 +95,23 @@ func (do *dumpOptions) run(ctx context.Context, s *session, groupArg string) err
 
 // partitionDump is a share-partition's state as dump shows it.
 type partitionDump struct {
-	Namespace             string        `json:"namespace"`
-	Name                  string        `json:"name"`
-	GroupID               string        `json:"groupId"`
-	TopicID               string        `json:"topicId"`
-	TopicName             string        `json:"topicName,omitempty"`
-	Partition             int32         `json:"partition"`
-	Initialized           bool          `json:"initialized"`
-	StateEpoch            int32         `json:"stateEpoch"`
-	LeaderEpoch           int32         `json:"leaderEpoch"`
-	StartOffset           int64         `json:"startOffset"`
-	DeliveryCompleteCount int32         `json:"deliveryCompleteCount"`
-	InFlightRecords       *int64        `json:"inFlightRecords,omitempty"` // unset when the batches are corrupt
-	Leader                *v1.LeaderRef `json:"leader,omitempty"`
-	CreateTime            *metav1.Time  `json:"createTime,omitempty"`
-	WriteTime             *metav1.Time  `json:"writeTime,omitempty"`
-	WriteCount            int64         `json:"writeCount"`
-	Batches               []batchRow    `json:"batches"`
+	Namespace             string                  `json:"namespace"`
+	Name                  string                  `json:"name"`
+	GroupID               string                  `json:"groupId"`
+	TopicID               string                  `json:"topicId"`
+	TopicName             string                  `json:"topicName,omitempty"`
+	Partition             int32                   `json:"partition"`
+	Initialized           bool                    `json:"initialized"`
+	StateEpoch            int32                   `json:"stateEpoch"`
+	LeaderEpoch           int32                   `json:"leaderEpoch"`
+	StartOffset           int64                   `json:"startOffset"`
+	DeliveryCompleteCount int32                   `json:"deliveryCompleteCount"`
+	InFlightRecords       *int64                  `json:"inFlightRecords,omitempty"` // unset when the batches are corrupt
+	Leader                *sharestatev1.LeaderRef `json:"leader,omitempty"`
+	CreateTime            *metav1.Time            `json:"createTime,omitempty"`
+	WriteTime             *metav1.Time            `json:"writeTime,omitempty"`
+	WriteCount            int64                   `json:"writeCount"`
+	Batches               []batchRow              `json:"batches"`
 	// Corrupt says why the stored batches are not a valid state; the rows say which.
 	Corrupt string `json:"corrupt,omitempty"`
 }
@@ -128,7 +128,7 @@ type batchRow struct {
 	Problem       string `json:"problem,omitempty"`
 }
 
-func newPartitionDump(sg *v1.ShareGroup, p *v1.SharePartitionState) partitionDump {
+func newPartitionDump(sg *sharestatev1.ShareGroup, p *sharestatev1.SharePartitionState) partitionDump {
 	name := p.Spec.TopicName
 	if name == "" {
 		name = topicName(sg, p.Spec.TopicID)
@@ -212,7 +212,7 @@ func printDumpTable(w io.Writer, d partitionDump, now time.Time) error {
 	p.fields(
 		[2]string{"SharePartitionState", d.Namespace + "/" + d.Name},
 		[2]string{"Group ID", d.GroupID},
-		[2]string{"Topic", topicLabel(d.TopicName, v1.TopicID(d.TopicID))},
+		[2]string{"Topic", topicLabel(d.TopicName, sharestatev1.TopicID(d.TopicID))},
 		[2]string{"Partition", itoa(d.Partition)},
 		[2]string{"Initialized", initialized},
 		[2]string{"State Epoch", itoa(d.StateEpoch)},

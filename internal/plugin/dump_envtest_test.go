@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
@@ -92,7 +92,7 @@ func TestDumpReportsCorruptBatches(t *testing.T) {
 	// The operator writes the partition's conditions meanwhile: retry on its conflicts.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sps := getPartition(t, ns, group, 0)
-		sps.Status.StateBatches = []v1.StateBatch{"10-20/0/1", "15/2/1", "30/4/1"}
+		sps.Status.StateBatches = []sharestatev1.StateBatch{"10-20/0/1", "15/2/1", "30/4/1"}
 		return env.Client.Status().Update(ctx, sps)
 	}); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 func TestConfirm(t *testing.T) {
@@ -83,15 +83,15 @@ func TestResetOptionsValidate(t *testing.T) {
 		name    string
 		opts    resetOptions
 		offset  bool
-		want    v1.OffsetResetTopic
+		want    sharestatev1.OffsetResetTopic
 		wantErr string
 	}{
 		{name: "earliest", opts: resetOptions{topic: "t", toEarliest: true, id: "r1", timeout: time.Minute},
-			want: v1.OffsetResetTopic{To: v1.OffsetResetToEarliest}},
+			want: sharestatev1.OffsetResetTopic{To: sharestatev1.OffsetResetToEarliest}},
 		{name: "offset 0 is an offset", opts: resetOptions{topic: "t", id: "r1", timeout: time.Minute}, offset: true,
-			want: v1.OffsetResetTopic{To: v1.OffsetResetToOffset}},
+			want: sharestatev1.OffsetResetTopic{To: sharestatev1.OffsetResetToOffset}},
 		{name: "partitions sorted and deduplicated", opts: resetOptions{topic: "t", toAuto: true, partitions: []int32{3, 1, 3}, id: "r1", timeout: time.Minute},
-			want: v1.OffsetResetTopic{To: v1.OffsetResetToAutoOffsetReset, Partitions: []int32{1, 3}}},
+			want: sharestatev1.OffsetResetTopic{To: sharestatev1.OffsetResetToAutoOffsetReset, Partitions: []int32{1, 3}}},
 		{name: "no destination", opts: resetOptions{topic: "t", timeout: time.Minute}, wantErr: "exactly one of"},
 		{name: "two destinations", opts: resetOptions{topic: "t", toEarliest: true, toAuto: true, timeout: time.Minute}, wantErr: "exactly one of"},
 		{name: "no topic", opts: resetOptions{toAuto: true, timeout: time.Minute}, wantErr: "--topic is required"},
@@ -135,8 +135,8 @@ func equalInt32s(a, b []int32) bool {
 }
 
 func TestResolveTopic(t *testing.T) {
-	sg := groupDeclaring(0, v1.ShareGroupTopic{TopicID: topicA, Name: "orders", Partitions: 1})
-	for arg, want := range map[string]v1.TopicID{"orders": topicA, string(topicA): topicA, string(topicB): topicB} {
+	sg := groupDeclaring(0, sharestatev1.ShareGroupTopic{TopicID: topicA, Name: "orders", Partitions: 1})
+	for arg, want := range map[string]sharestatev1.TopicID{"orders": topicA, string(topicA): topicA, string(topicB): topicB} {
 		if got, err := resolveTopic(sg, arg); err != nil || got != want {
 			t.Errorf("resolveTopic(%q) = %q, %v; want %q", arg, got, err, want)
 		}

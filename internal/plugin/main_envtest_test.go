@@ -21,11 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/internal/operator"
 	"github.com/sharestate/sharestate-operator/internal/plugin"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
@@ -163,12 +163,12 @@ func mustFail(t *testing.T, stdin, want string, args ...string) result {
 
 // declareGroup creates the ShareGroup of groupID, under the name the persister looks for, declaring
 // topicOrders as "orders" with the given partition count.
-func declareGroup(t *testing.T, ns, groupID string, partitions int32) *v1.ShareGroup {
+func declareGroup(t *testing.T, ns, groupID string, partitions int32) *sharestatev1.ShareGroup {
 	t.Helper()
-	sg := &v1.ShareGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName(groupID)},
-		Spec: v1.ShareGroupSpec{GroupID: v1.GroupID(groupID),
-			Topics: []v1.ShareGroupTopic{{TopicID: topicOrders, Name: "orders", Partitions: partitions}}},
+	sg := &sharestatev1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName(groupID)},
+		Spec: sharestatev1.ShareGroupSpec{GroupID: sharestatev1.GroupID(groupID),
+			Topics: []sharestatev1.ShareGroupTopic{{TopicID: topicOrders, Name: "orders", Partitions: partitions}}},
 	}
 	if err := env.Client.Create(ctx, sg); err != nil {
 		t.Fatal(err)
@@ -176,19 +176,19 @@ func declareGroup(t *testing.T, ns, groupID string, partitions int32) *v1.ShareG
 	return sg
 }
 
-func getGroup(t *testing.T, sg *v1.ShareGroup) *v1.ShareGroup {
+func getGroup(t *testing.T, sg *sharestatev1.ShareGroup) *sharestatev1.ShareGroup {
 	t.Helper()
-	got := &v1.ShareGroup{}
+	got := &sharestatev1.ShareGroup{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sg), got); err != nil {
 		t.Fatal(err)
 	}
 	return got
 }
 
-func getPartition(t *testing.T, ns, groupID string, partition int32) *v1.SharePartitionState {
+func getPartition(t *testing.T, ns, groupID string, partition int32) *sharestatev1.SharePartitionState {
 	t.Helper()
-	got := &v1.SharePartitionState{}
-	key := client.ObjectKey{Namespace: ns, Name: v1.SharePartitionStateName(groupID, topicOrders, partition)}
+	got := &sharestatev1.SharePartitionState{}
+	key := client.ObjectKey{Namespace: ns, Name: sharestatev1.SharePartitionStateName(groupID, topicOrders, partition)}
 	if err := env.Client.Get(ctx, key, got); err != nil {
 		t.Fatal(err)
 	}

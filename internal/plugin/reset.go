@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // resetIDPattern is the schema's pattern of spec.offsetReset.id (at most 63 characters).
@@ -77,8 +77,8 @@ same reset, it does not reset again.`,
 
 // validate checks the flags before anything is read from the cluster, and returns the topic's reset
 // (its topic id still to be resolved). It fills in a new id when none was given.
-func (ro *resetOptions) validate(toOffsetSet bool) (v1.OffsetResetTopic, error) {
-	var t v1.OffsetResetTopic
+func (ro *resetOptions) validate(toOffsetSet bool) (sharestatev1.OffsetResetTopic, error) {
+	var t sharestatev1.OffsetResetTopic
 	if ro.topic == "" {
 		return t, errors.New("--topic is required")
 	}
@@ -93,14 +93,14 @@ func (ro *resetOptions) validate(toOffsetSet bool) (v1.OffsetResetTopic, error) 
 	}
 	switch {
 	case ro.toEarliest:
-		t.To = v1.OffsetResetToEarliest
+		t.To = sharestatev1.OffsetResetToEarliest
 	case ro.toAuto:
-		t.To = v1.OffsetResetToAutoOffsetReset
+		t.To = sharestatev1.OffsetResetToAutoOffsetReset
 	default:
 		if ro.toOffset < 0 {
 			return t, fmt.Errorf("--to-offset %d is negative", ro.toOffset)
 		}
-		t.To, t.Offset = v1.OffsetResetToOffset, &ro.toOffset
+		t.To, t.Offset = sharestatev1.OffsetResetToOffset, &ro.toOffset
 	}
 	for _, p := range ro.partitions {
 		if p < 0 {
@@ -135,7 +135,7 @@ func newResetID(now time.Time) (string, error) {
 	return "reset-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
 }
 
-func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string, topic v1.OffsetResetTopic) error {
+func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string, topic sharestatev1.OffsetResetTopic) error {
 	s, err := o.connect()
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string
 	if topic.TopicID, err = resolveTopic(sg, ro.topic); err != nil {
 		return err
 	}
-	req := v1.OffsetResetRequest{ID: ro.id, Topics: []v1.OffsetResetTopic{topic}}
+	req := sharestatev1.OffsetResetRequest{ID: ro.id, Topics: []sharestatev1.OffsetResetTopic{topic}}
 	if ro.dryRun {
 		return s.dryRunReset(ctx, sg, req)
 	}
@@ -163,7 +163,7 @@ func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string
 
 // submitReset writes req into the group's spec, unless decideSubmit says otherwise. The write is
 // conditional on the resourceVersion the decision was taken on; a conflict decides again.
-func (s *session) submitReset(ctx context.Context, sg *v1.ShareGroup, req v1.OffsetResetRequest) (*v1.ShareGroup, submitAction, error) {
+func (s *session) submitReset(ctx context.Context, sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest) (*sharestatev1.ShareGroup, submitAction, error) {
 	for attempt := 1; ; attempt++ {
 		action, err := decideSubmit(sg, req)
 		if err != nil || action != submitWrite {
@@ -178,7 +178,7 @@ func (s *session) submitReset(ctx context.Context, sg *v1.ShareGroup, req v1.Off
 		if !apierrors.IsConflict(err) || attempt == maxSubmitAttempts {
 			return nil, 0, apiError(err, "writing reset %q into ShareGroup %s/%s", req.ID, sg.Namespace, sg.Name)
 		}
-		fresh := &v1.ShareGroup{}
+		fresh := &sharestatev1.ShareGroup{}
 		if err := s.client.Get(ctx, client.ObjectKeyFromObject(sg), fresh); err != nil {
 			return nil, 0, apiError(err, "reading ShareGroup %s/%s", sg.Namespace, sg.Name)
 		}
@@ -187,7 +187,7 @@ func (s *session) submitReset(ctx context.Context, sg *v1.ShareGroup, req v1.Off
 }
 
 // waitReset polls the group until the operator reports request id done or refused, or timeout passes.
-func (s *session) waitReset(ctx context.Context, sg *v1.ShareGroup, id string, timeout, poll time.Duration) (*v1.ShareGroup, error) {
+func (s *session) waitReset(ctx context.Context, sg *sharestatev1.ShareGroup, id string, timeout, poll time.Duration) (*sharestatev1.ShareGroup, error) {
 	generation := sg.Generation
 	key := client.ObjectKeyFromObject(sg)
 	deadline := time.NewTimer(timeout)
@@ -207,7 +207,7 @@ func (s *session) waitReset(ctx context.Context, sg *v1.ShareGroup, id string, t
 				id, timeout, resetProgress(sg))
 		case <-ticker.C:
 		}
-		fresh := &v1.ShareGroup{}
+		fresh := &sharestatev1.ShareGroup{}
 		if err := s.client.Get(ctx, key, fresh); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("ShareGroup %s was deleted while waiting for reset %q", key, id)
@@ -219,15 +219,15 @@ func (s *session) waitReset(ctx context.Context, sg *v1.ShareGroup, id string, t
 }
 
 // resetProgress says what the group's OffsetReset condition says.
-func resetProgress(sg *v1.ShareGroup) string {
-	c := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset)
+func resetProgress(sg *sharestatev1.ShareGroup) string {
+	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
 	if c == nil || c.ObservedGeneration < sg.Generation {
 		return "the operator has not reported on it"
 	}
 	return fmt.Sprintf("%s: %s", c.Reason, c.Message)
 }
 
-func (s *session) printResetOutcome(ctx context.Context, sg *v1.ShareGroup, req v1.OffsetResetRequest, action submitAction) error {
+func (s *session) printResetOutcome(ctx context.Context, sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest, action submitAction) error {
 	l := sg.Status.LastOffsetReset
 	if l == nil || l.ID != req.ID {
 		return fmt.Errorf("the group does not record reset %q as its last one", req.ID)
@@ -262,7 +262,7 @@ func (s *session) printResetOutcome(ctx context.Context, sg *v1.ShareGroup, req 
 }
 
 // dryRunReset prints the request and what the operator would do with it, and writes nothing.
-func (s *session) dryRunReset(ctx context.Context, sg *v1.ShareGroup, req v1.OffsetResetRequest) error {
+func (s *session) dryRunReset(ctx context.Context, sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest) error {
 	partitions, err := s.listPartitions(ctx, sg)
 	if err != nil {
 		return err
@@ -294,7 +294,7 @@ func (s *session) dryRunReset(ctx context.Context, sg *v1.ShareGroup, req v1.Off
 	return p.err
 }
 
-func planCells(sg *v1.ShareGroup, plan resetPlan) [][]string {
+func planCells(sg *sharestatev1.ShareGroup, plan resetPlan) [][]string {
 	rows := make([][]string, len(plan.targets))
 	for i, t := range plan.targets {
 		epoch, start, leader := "-", "-", "-"

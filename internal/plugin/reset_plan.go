@@ -9,13 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // resetTarget is one partition a reset request names, with its state as it stands.
 type resetTarget struct {
-	v1.ResetTarget
-	current *v1.SharePartitionState // nil: no state yet
+	sharestatev1.ResetTarget
+	current *sharestatev1.SharePartitionState // nil: no state yet
 }
 
 // resetPlan is what the operator would do with a reset request, as far as it can be told beforehand.
@@ -26,22 +26,22 @@ type resetPlan struct {
 	stateEpoch int32
 }
 
-// planReset works out what the operator does with the request (v1.ShareGroup.ResetTargets and
+// planReset works out what the operator does with the request (sharestatev1.ShareGroup.ResetTargets and
 // NextResetStateEpoch, which the operator calls too), and what it would refuse.
-func planReset(sg *v1.ShareGroup, req v1.OffsetResetRequest, partitions []v1.SharePartitionState) (resetPlan, error) {
+func planReset(sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest, partitions []sharestatev1.SharePartitionState) (resetPlan, error) {
 	targets, err := sg.ResetTargets(req)
 	if err != nil {
 		return resetPlan{}, err
 	}
 	next := sg.NextResetStateEpoch(partitions)
-	if next > v1.MaxResetStateEpoch {
-		return resetPlan{}, fmt.Errorf("a partition is at state epoch %d, and a reset may use at most %d", next-1, v1.MaxResetStateEpoch)
+	if next > sharestatev1.MaxResetStateEpoch {
+		return resetPlan{}, fmt.Errorf("a partition is at state epoch %d, and a reset may use at most %d", next-1, sharestatev1.MaxResetStateEpoch)
 	}
-	byKey := make(map[v1.TopicID]map[int32]*v1.SharePartitionState)
+	byKey := make(map[sharestatev1.TopicID]map[int32]*sharestatev1.SharePartitionState)
 	for i := range partitions {
 		p := &partitions[i]
 		if byKey[p.Spec.TopicID] == nil {
-			byKey[p.Spec.TopicID] = map[int32]*v1.SharePartitionState{}
+			byKey[p.Spec.TopicID] = map[int32]*sharestatev1.SharePartitionState{}
 		}
 		byKey[p.Spec.TopicID][p.Spec.Partition] = p
 	}
@@ -67,7 +67,7 @@ const (
 // decideSubmit says what to do with req on the group sg: a request runs once per id, so the same id
 // is the same request (it is waited for, not written again), the same id with other topics is a
 // mistake, and a reset that the operator has started is not replaced before it completes.
-func decideSubmit(sg *v1.ShareGroup, req v1.OffsetResetRequest) (submitAction, error) {
+func decideSubmit(sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest) (submitAction, error) {
 	last := sg.Status.LastOffsetReset
 	current := sg.Spec.OffsetReset
 	if current != nil && current.ID == req.ID {
@@ -91,18 +91,18 @@ func decideSubmit(sg *v1.ShareGroup, req v1.OffsetResetRequest) (submitAction, e
 }
 
 // refused reports whether the operator refused the group's current reset request.
-func refused(sg *v1.ShareGroup) bool {
-	c := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= sg.Generation
+func refused(sg *sharestatev1.ShareGroup) bool {
+	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == sharestatev1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= sg.Generation
 }
 
 // sameTopics compares two requests' topics, with partitions as sets (the schema keeps them as a set).
-func sameTopics(a, b []v1.OffsetResetTopic) bool {
+func sameTopics(a, b []sharestatev1.OffsetResetTopic) bool {
 	return equality.Semantic.DeepEqual(normalTopics(a), normalTopics(b))
 }
 
-func normalTopics(topics []v1.OffsetResetTopic) []v1.OffsetResetTopic {
-	out := make([]v1.OffsetResetTopic, len(topics))
+func normalTopics(topics []sharestatev1.OffsetResetTopic) []sharestatev1.OffsetResetTopic {
+	out := make([]sharestatev1.OffsetResetTopic, len(topics))
 	for i, t := range topics {
 		out[i] = *t.DeepCopy()
 		slices.Sort(out[i].Partitions)
@@ -110,7 +110,7 @@ func normalTopics(topics []v1.OffsetResetTopic) []v1.OffsetResetTopic {
 			out[i].Partitions = nil
 		}
 	}
-	slices.SortFunc(out, func(x, y v1.OffsetResetTopic) int {
+	slices.SortFunc(out, func(x, y sharestatev1.OffsetResetTopic) int {
 		switch {
 		case x.TopicID < y.TopicID:
 			return -1
@@ -124,15 +124,15 @@ func normalTopics(topics []v1.OffsetResetTopic) []v1.OffsetResetTopic {
 
 // resetOutcome reads the group for the outcome of request id, submitted at generation: done once the
 // operator recorded its completion; an error when the operator refused it or the request was replaced.
-func resetOutcome(sg *v1.ShareGroup, id string, generation int64) (bool, error) {
+func resetOutcome(sg *sharestatev1.ShareGroup, id string, generation int64) (bool, error) {
 	if l := sg.Status.LastOffsetReset; l != nil && l.ID == id && l.CompletionTime != nil {
 		return true, nil
 	}
 	if req := sg.Spec.OffsetReset; req == nil || req.ID != id {
 		return false, fmt.Errorf("reset %q was replaced while waiting: the group now requests %s", id, resetRequest(req))
 	}
-	c := meta.FindStatusCondition(sg.Status.Conditions, v1.ConditionOffsetReset)
-	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= generation {
+	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
+	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == sharestatev1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= generation {
 		return false, fmt.Errorf("the operator refused the reset: %s", c.Message)
 	}
 	return false, nil

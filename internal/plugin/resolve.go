@@ -11,20 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
 // findGroup finds the ShareGroup arg names: the object of that name in the session's namespace, else
 // the one whose Kafka group id (spec.groupId) is arg. With allNamespaces it looks in every namespace,
 // by either, and insists on a single match.
-func (s *session) findGroup(ctx context.Context, arg string, allNamespaces bool) (*v1.ShareGroup, error) {
+func (s *session) findGroup(ctx context.Context, arg string, allNamespaces bool) (*sharestatev1.ShareGroup, error) {
 	if arg == "" {
 		return nil, errors.New("a group name or group id is required")
 	}
 	// A group id that cannot be an object name (upper case, '/', 255 characters) is only a group id.
 	if !allNamespaces && len(validation.IsDNS1123Subdomain(arg)) == 0 {
-		sg := &v1.ShareGroup{}
+		sg := &sharestatev1.ShareGroup{}
 		err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: arg}, sg)
 		if err == nil {
 			return sg, nil
@@ -33,7 +33,7 @@ func (s *session) findGroup(ctx context.Context, arg string, allNamespaces bool)
 			return nil, apiError(err, "reading ShareGroup %s/%s", s.namespace, arg)
 		}
 	}
-	var list v1.ShareGroupList
+	var list sharestatev1.ShareGroupList
 	var opts []client.ListOption
 	where := fmt.Sprintf("namespace %q", s.namespace)
 	if allNamespaces {
@@ -44,7 +44,7 @@ func (s *session) findGroup(ctx context.Context, arg string, allNamespaces bool)
 	if err := s.client.List(ctx, &list, opts...); err != nil {
 		return nil, apiError(err, "listing ShareGroups in %s", where)
 	}
-	var matches []*v1.ShareGroup
+	var matches []*sharestatev1.ShareGroup
 	for i := range list.Items {
 		g := &list.Items[i]
 		if string(g.Spec.GroupID) == arg || (allNamespaces && g.Name == arg) {
@@ -67,12 +67,12 @@ func (s *session) findGroup(ctx context.Context, arg string, allNamespaces bool)
 
 // resolveTopic turns a topic argument into a topic id: a Kafka topic id as it stands, else the name
 // of a topic the group declares.
-func resolveTopic(sg *v1.ShareGroup, arg string) (v1.TopicID, error) {
+func resolveTopic(sg *sharestatev1.ShareGroup, arg string) (sharestatev1.TopicID, error) {
 	if id, err := sharestate.ParseTopicID(arg); err == nil {
 		if id.IsZero() {
 			return "", fmt.Errorf("topic id %q is the zero Uuid, which names no topic", arg)
 		}
-		return v1.TopicID(id.String()), nil
+		return sharestatev1.TopicID(id.String()), nil
 	}
 	var declared []string
 	for _, t := range sg.Spec.Topics {
@@ -90,7 +90,7 @@ func resolveTopic(sg *v1.ShareGroup, arg string) (v1.TopicID, error) {
 }
 
 // topicName is the name the group declares for a topic id, or "".
-func topicName(sg *v1.ShareGroup, id v1.TopicID) string {
+func topicName(sg *sharestatev1.ShareGroup, id sharestatev1.TopicID) string {
 	for _, t := range sg.Spec.Topics {
 		if t.TopicID == id {
 			return t.Name
@@ -100,7 +100,7 @@ func topicName(sg *v1.ShareGroup, id v1.TopicID) string {
 }
 
 // topicLabel shows a topic as "name (id)", or the id alone when it has no name.
-func topicLabel(name string, id v1.TopicID) string {
+func topicLabel(name string, id sharestatev1.TopicID) string {
 	if name == "" {
 		return string(id)
 	}
@@ -109,9 +109,9 @@ func topicLabel(name string, id v1.TopicID) string {
 
 // listPartitions lists the group's SharePartitionStates (by the label the operator and the persister
 // set), sorted by topic and partition.
-func (s *session) listPartitions(ctx context.Context, sg *v1.ShareGroup) ([]v1.SharePartitionState, error) {
-	var list v1.SharePartitionStateList
-	if err := s.client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingLabels{v1.LabelShareGroup: sg.Name}); err != nil {
+func (s *session) listPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]sharestatev1.SharePartitionState, error) {
+	var list sharestatev1.SharePartitionStateList
+	if err := s.client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}); err != nil {
 		return nil, apiError(err, "listing the SharePartitionStates of %s/%s", sg.Namespace, sg.Name)
 	}
 	items := list.Items[:0]

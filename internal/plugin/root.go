@@ -12,7 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // NewCommand returns the kubectl-sharestate command. flags say how to reach the cluster (--kubeconfig,
@@ -70,7 +70,7 @@ func (o *rootOptions) connect() (*session, error) {
 		return nil, fmt.Errorf("finding the namespace: %w", err)
 	}
 	scheme := runtime.NewScheme()
-	if err := v1.AddToScheme(scheme); err != nil {
+	if err := sharestatev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	if err := eventsv1.AddToScheme(scheme); err != nil {

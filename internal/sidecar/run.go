@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 
@@ -128,7 +128,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 // newServer builds the persister on a client of its own, and the server on it.
 func newServer(restCfg *rest.Config, cfg Config) (*kafkawire.Server, error) {
 	scheme := k8sruntime.NewScheme()
-	if err := v1.AddToScheme(scheme); err != nil {
+	if err := sharestatev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	writes, err := limitedClient(restCfg, scheme, cfg.WriteQPS, cfg.WriteBurst)

@@ -16,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/leader"
 )
 
 const (
@@ -91,10 +93,10 @@ func TestFailoverAndReset(t *testing.T) {
 // declareGroup creates the ShareGroup with kubectl, as a user would.
 func (s *system) declareGroup(ctx context.Context) {
 	s.t.Helper()
-	sg := &v1.ShareGroup{
+	sg := &sharestatev1.ShareGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.brokersNS, Name: "orders"},
-		Spec: v1.ShareGroupSpec{GroupID: e2eGroup, Topics: []v1.ShareGroupTopic{{TopicID: e2eTopic, Name: "orders", Partitions: e2ePartitions}},
-			Settings: &v1.ShareGroupSettings{DeliveryCountLimit: ptr32(deliveryLimit)}},
+		Spec: sharestatev1.ShareGroupSpec{GroupID: e2eGroup, Topics: []sharestatev1.ShareGroupTopic{{TopicID: e2eTopic, Name: "orders", Partitions: e2ePartitions}},
+			Settings: &sharestatev1.ShareGroupSettings{DeliveryCountLimit: ptr32(deliveryLimit)}},
 	}
 	if err := s.client.Create(ctx, sg); err != nil {
 		s.t.Fatal(err)
@@ -105,11 +107,11 @@ func ptr32(v int32) *int32 { return &v }
 
 // startBrokers starts the brokers' pods and sidecars, a wire client of each sidecar, and each broker's
 // share-partition manager on it.
-func (s *system) startBrokers(ctx context.Context, leaders *leadership) ([]*broker, []*kafkawire.Client, map[int32]*sharestate.Manager) {
+func (s *system) startBrokers(ctx context.Context, leaders *leadership) ([]*broker, []*kafkawire.Client, map[int32]*leader.Manager) {
 	s.t.Helper()
 	var brokers []*broker
 	var stores []*kafkawire.Client
-	managers := map[int32]*sharestate.Manager{}
+	managers := map[int32]*leader.Manager{}
 	for i := range int32(e2eBrokers) {
 		b := s.startBroker(ctx, i, 29094+int(i))
 		store, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: b.address})
@@ -117,8 +119,8 @@ func (s *system) startBrokers(ctx context.Context, leaders *leadership) ([]*brok
 			s.t.Fatal(err)
 		}
 		s.t.Cleanup(func() { _ = store.Close() })
-		m, err := sharestate.NewManager(sharestate.ManagerOptions{Store: store, LeaderEpoch: leaders.epochFor(i),
-			Partition: sharestate.SharePartitionOptions{MaxDeliveryCount: deliveryLimit, Retry: sharestate.NoRetry}})
+		m, err := leader.NewManager(leader.ManagerOptions{Store: store, LeaderEpoch: leaders.epochFor(i),
+			Partition: leader.SharePartitionOptions{MaxDeliveryCount: deliveryLimit, Retry: leader.NoRetry}})
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -203,8 +205,8 @@ func (s *system) failBroker(ctx context.Context, t *testing.T, b *broker, store 
 // fenced checks that the operator raised the partitions' state epoch and cleared their leader.
 func (s *system) fenced(ctx context.Context, partitions []int32) error {
 	for _, p := range partitions {
-		var obj v1.SharePartitionState
-		if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.brokersNS, Name: v1.SharePartitionStateName(e2eGroup, e2eTopic, p)}, &obj); err != nil {
+		var obj sharestatev1.SharePartitionState
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.brokersNS, Name: sharestatev1.SharePartitionStateName(e2eGroup, e2eTopic, p)}, &obj); err != nil {
 			return err
 		}
 		if obj.Status.StateEpoch < 1 || obj.Status.Leader != nil {
@@ -219,8 +221,8 @@ func (s *system) fenced(ctx context.Context, partitions []int32) error {
 // from where it was, so the check goes on (after a 410 Gone it lists again, and the versions in
 // between are not seen).
 func (s *system) watchStored(ctx context.Context, c client.WithWatch, g *ledger) {
-	_ = testenv.Follow(ctx, c, &v1.SharePartitionStateList{}, s.brokersNS, func(ev watch.EventType, o client.Object) bool {
-		obj, ok := o.(*v1.SharePartitionState)
+	_ = testenv.Follow(ctx, c, &sharestatev1.SharePartitionStateList{}, s.brokersNS, func(ev watch.EventType, o client.Object) bool {
+		obj, ok := o.(*sharestatev1.SharePartitionState)
 		if !ok || ev == watch.Deleted {
 			return false
 		}
@@ -265,7 +267,7 @@ func (s *system) resetWithPlugin(t *testing.T, g *ledger) {
 
 // allStartAt reports whether every partition's stored start offset reached offset.
 func (s *system) allStartAt(ctx context.Context, offset int64) bool {
-	var list v1.SharePartitionStateList
+	var list sharestatev1.SharePartitionStateList
 	if err := s.client.List(ctx, &list, client.InNamespace(s.brokersNS)); err != nil || len(list.Items) < e2ePartitions {
 		return false
 	}
@@ -302,7 +304,7 @@ func (s *system) expectStartOffsets(ctx context.Context, store sharestate.Store,
 // (broker 1's fenced partitions were at 1, the others at 0), and that every partition holds it.
 func (s *system) expectResetEpoch(ctx context.Context) {
 	s.t.Helper()
-	var sg v1.ShareGroup
+	var sg sharestatev1.ShareGroup
 	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.brokersNS, Name: "orders"}, &sg); err != nil {
 		s.t.Fatal(err)
 	}
@@ -310,7 +312,7 @@ func (s *system) expectResetEpoch(ctx context.Context) {
 	if r == nil || r.ID != "e2e-reset" || r.CompletionTime == nil || r.StateEpoch != 2 || r.Partitions != e2ePartitions {
 		s.t.Fatalf("last reset %+v, want e2e-reset done at state epoch 2 over %d partitions", r, e2ePartitions)
 	}
-	var list v1.SharePartitionStateList
+	var list sharestatev1.SharePartitionStateList
 	if err := s.client.List(ctx, &list, client.InNamespace(s.brokersNS)); err != nil {
 		s.t.Fatal(err)
 	}

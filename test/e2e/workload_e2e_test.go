@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/leader"
 )
 
 // leadership is the Kafka controller's view: which broker leads each partition, at which epoch.
@@ -80,9 +82,9 @@ func (l *leadership) move(partitions []int32, to func(int32) int32) {
 type ledger struct {
 	mu          sync.Mutex
 	deliveries  map[key][]int16 // delivery counts seen, in order
-	attempted   map[key]map[sharestate.AckType]bool
-	final       map[key]sharestate.AckType // ACCEPT, REJECT or (at the limit) RELEASE, answered NONE
-	acceptedAt  map[key]int16              // the delivery count of a confirmed acceptance
+	attempted   map[key]map[leader.AckType]bool
+	final       map[key]leader.AckType // ACCEPT, REJECT or (at the limit) RELEASE, answered NONE
+	acceptedAt  map[key]int16          // the delivery count of a confirmed acceptance
 	violations  []string
 	redelivered int  // deliveries after the first one
 	checking    bool // phase 1: the invariants hold; off once a reset starts (a reset redelivers by design)
@@ -94,8 +96,8 @@ type key struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{deliveries: map[key][]int16{}, attempted: map[key]map[sharestate.AckType]bool{},
-		final: map[key]sharestate.AckType{}, acceptedAt: map[key]int16{}, checking: true}
+	return &ledger{deliveries: map[key][]int16{}, attempted: map[key]map[leader.AckType]bool{},
+		final: map[key]leader.AckType{}, acceptedAt: map[key]int16{}, checking: true}
 }
 
 func (g *ledger) violate(format string, args ...any) {
@@ -104,7 +106,7 @@ func (g *ledger) violate(format string, args ...any) {
 
 // delivered records an acquisition: an offset whose acceptance was confirmed is never delivered
 // again, and delivery counts never go down.
-func (g *ledger) delivered(p int32, recs []sharestate.AcquiredRecords) {
+func (g *ledger) delivered(p int32, recs []leader.AcquiredRecords) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range recs {
@@ -115,7 +117,7 @@ func (g *ledger) delivered(p int32, recs []sharestate.AcquiredRecords) {
 				g.redelivered++
 			}
 			if g.checking {
-				if t, ok := g.final[k]; ok && t == sharestate.AckAccept {
+				if t, ok := g.final[k]; ok && t == leader.AckAccept {
 					g.violate("partition %d offset %d delivered again after its acceptance was acknowledged", p, o)
 				}
 				// An acquisition is not persisted (only state changes are, spec §8), so a record in
@@ -130,23 +132,23 @@ func (g *ledger) delivered(p int32, recs []sharestate.AcquiredRecords) {
 	}
 }
 
-func (g *ledger) attempt(p int32, offset int64, t sharestate.AckType) {
+func (g *ledger) attempt(p int32, offset int64, t leader.AckType) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	k := key{p, offset}
 	if g.attempted[k] == nil {
-		g.attempted[k] = map[sharestate.AckType]bool{}
+		g.attempted[k] = map[leader.AckType]bool{}
 	}
 	g.attempted[k][t] = true
 }
 
-func (g *ledger) confirm(p int32, offset int64, t sharestate.AckType, count int16, limit int16) {
+func (g *ledger) confirm(p int32, offset int64, t leader.AckType, count int16, limit int16) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if t != sharestate.AckRelease || count >= limit {
+	if t != leader.AckRelease || count >= limit {
 		g.final[key{p, offset}] = t
 	}
-	if t == sharestate.AckAccept {
+	if t == leader.AckAccept {
 		g.acceptedAt[key{p, offset}] = count
 	}
 }
@@ -178,11 +180,11 @@ func (g *ledger) checkStored(p int32, batches []sharestate.StateBatch) {
 			sent := g.attempted[k]
 			switch b.DeliveryState {
 			case sharestate.DeliveryStateAcknowledged:
-				if !sent[sharestate.AckAccept] {
+				if !sent[leader.AckAccept] {
 					g.violate("partition %d offset %d stored ACKNOWLEDGED, but no consumer accepted it", p, o)
 				}
 			case sharestate.DeliveryStateArchived:
-				if !sent[sharestate.AckReject] && !sent[sharestate.AckRelease] {
+				if !sent[leader.AckReject] && !sent[leader.AckRelease] {
 					g.violate("partition %d offset %d stored ARCHIVED, but no consumer rejected or released it", p, o)
 				}
 			case sharestate.DeliveryStateAvailable:
@@ -203,7 +205,7 @@ type consumer struct {
 	topic     sharestate.TopicID
 	group     string
 	leaders   *leadership
-	managers  map[int32]*sharestate.Manager
+	managers  map[int32]*leader.Manager
 	ledger    *ledger
 	rng       *rand.Rand
 	limit     int16
@@ -220,8 +222,8 @@ func (c *consumer) run(ctx context.Context, logEnd func() int64, stop func() boo
 			continue
 		}
 		m := c.managers[b]
-		fetch := m.Fetch(ctx, member, sharestate.Request[sharestate.FetchPartition]{GroupID: c.group,
-			Topics: []sharestate.TopicData[sharestate.FetchPartition]{{TopicID: c.topic, Partitions: []sharestate.FetchPartition{
+		fetch := m.Fetch(ctx, member, sharestate.Request[leader.FetchPartition]{GroupID: c.group,
+			Topics: []sharestate.TopicData[leader.FetchPartition]{{TopicID: c.topic, Partitions: []leader.FetchPartition{
 				{Partition: c.partition, LogStartOffset: 0, LogEndOffset: logEnd(), MaxRecords: 10}}}}})
 		res := fetch.Topics[0].Partitions[0]
 		if res.ErrorCode != sharestate.ErrNone || len(res.Records) == 0 {
@@ -236,30 +238,30 @@ func (c *consumer) run(ctx context.Context, logEnd func() int64, stop func() boo
 	}
 }
 
-func (c *consumer) acknowledge(ctx context.Context, m *sharestate.Manager, member string, recs []sharestate.AcquiredRecords) {
+func (c *consumer) acknowledge(ctx context.Context, m *leader.Manager, member string, recs []leader.AcquiredRecords) {
 	type decision struct {
 		offset int64
-		t      sharestate.AckType
+		t      leader.AckType
 		count  int16
 	}
 	var decisions []decision
-	var batches []sharestate.AckBatch
+	var batches []leader.AckBatch
 	for _, r := range recs {
 		for o := r.FirstOffset; o <= r.LastOffset; o++ {
-			t := sharestate.AckAccept
+			t := leader.AckAccept
 			switch c.rng.IntN(10) {
 			case 0:
-				t = sharestate.AckReject
+				t = leader.AckReject
 			case 1:
-				t = sharestate.AckRelease
+				t = leader.AckRelease
 			}
 			c.ledger.attempt(c.partition, o, t)
 			decisions = append(decisions, decision{o, t, r.DeliveryCount})
-			batches = append(batches, sharestate.AckBatch{FirstOffset: o, LastOffset: o, Type: t})
+			batches = append(batches, leader.AckBatch{FirstOffset: o, LastOffset: o, Type: t})
 		}
 	}
-	ack := m.Acknowledge(ctx, member, sharestate.Request[sharestate.AcknowledgePartition]{GroupID: c.group,
-		Topics: []sharestate.TopicData[sharestate.AcknowledgePartition]{{TopicID: c.topic, Partitions: []sharestate.AcknowledgePartition{
+	ack := m.Acknowledge(ctx, member, sharestate.Request[leader.AcknowledgePartition]{GroupID: c.group,
+		Topics: []sharestate.TopicData[leader.AcknowledgePartition]{{TopicID: c.topic, Partitions: []leader.AcknowledgePartition{
 			{Partition: c.partition, Batches: batches}}}}})
 	if ack.Topics[0].Partitions[0].ErrorCode != sharestate.ErrNone {
 		c.errors++

@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )

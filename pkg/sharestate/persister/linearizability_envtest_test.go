@@ -24,9 +24,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/sharestate/sharestate-operator/internal/faultproxy"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/faultproxy"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The shape of a run.

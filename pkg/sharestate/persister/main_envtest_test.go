@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // env is the control plane every integration test of this package shares; each test works in a

@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
@@ -14,7 +14,7 @@ import (
 
 // stateOf returns the state an object holds: nil when it is absent or not initialized yet (created,
 // but its first status write did not happen), and an error when its stored batches are corrupt.
-func stateOf(obj *v1.SharePartitionState) (*sharestate.State, error) {
+func stateOf(obj *sharestatev1.SharePartitionState) (*sharestate.State, error) {
 	if obj == nil || obj.Status.CreateTime == nil {
 		return nil, nil
 	}
@@ -37,7 +37,7 @@ func stateOf(obj *v1.SharePartitionState) (*sharestate.State, error) {
 
 // setState writes st into the object's status, keeping what the operator owns (conditions,
 // observedGeneration) as it is.
-func setState(obj *v1.SharePartitionState, st sharestate.State) {
+func setState(obj *sharestatev1.SharePartitionState, st sharestate.State) {
 	obj.Status.StateEpoch = st.StateEpoch
 	obj.Status.LeaderEpoch = st.LeaderEpoch
 	obj.Status.StartOffset = st.StartOffset
@@ -45,19 +45,19 @@ func setState(obj *v1.SharePartitionState, st sharestate.State) {
 	obj.Status.StateBatches = encodeStateBatches(st.Batches)
 }
 
-func encodeStateBatches(batches []sharestate.StateBatch) []v1.StateBatch {
+func encodeStateBatches(batches []sharestate.StateBatch) []sharestatev1.StateBatch {
 	if len(batches) == 0 {
 		return nil
 	}
-	out := make([]v1.StateBatch, len(batches))
+	out := make([]sharestatev1.StateBatch, len(batches))
 	for i, b := range batches {
-		out[i] = v1.StateBatch(sharestate.FormatBatch(b))
+		out[i] = sharestatev1.StateBatch(sharestate.FormatBatch(b))
 	}
 	return out
 }
 
 // resetState replaces the object's state with a fresh one (Initialize at a higher state epoch).
-func resetState(obj *v1.SharePartitionState, st sharestate.State, now metav1.Time) {
+func resetState(obj *sharestatev1.SharePartitionState, st sharestate.State, now metav1.Time) {
 	setState(obj, st)
 	obj.Status.Leader = nil
 	obj.Status.CreateTime = &now
@@ -66,7 +66,7 @@ func resetState(obj *v1.SharePartitionState, st sharestate.State, now metav1.Tim
 }
 
 // recordWrite stamps a write: its time, the write counter and the leader that made it.
-func recordWrite(obj *v1.SharePartitionState, id Identity, leaderEpoch int32, now metav1.Time) {
+func recordWrite(obj *sharestatev1.SharePartitionState, id Identity, leaderEpoch int32, now metav1.Time) {
 	obj.Status.WriteTime = &now
 	obj.Status.WriteCount++
 	recordLeader(obj, id, leaderEpoch, now)
@@ -74,18 +74,18 @@ func recordWrite(obj *v1.SharePartitionState, id Identity, leaderEpoch int32, no
 
 // recordLeader records the caller as the partition's leader. since moves only when the leader or its
 // epoch changes, so it says how long the current leadership has lasted.
-func recordLeader(obj *v1.SharePartitionState, id Identity, leaderEpoch int32, now metav1.Time) {
+func recordLeader(obj *sharestatev1.SharePartitionState, id Identity, leaderEpoch int32, now metav1.Time) {
 	if isLeader(obj, id, leaderEpoch) {
 		return
 	}
-	obj.Status.Leader = &v1.LeaderRef{
+	obj.Status.Leader = &sharestatev1.LeaderRef{
 		BrokerID: id.BrokerID, PodName: id.PodName, PodUID: id.PodUID,
 		LeaderEpoch: leaderEpoch, Since: now,
 	}
 }
 
 // isLeader reports whether the object already records the caller, at that leader epoch, as leader.
-func isLeader(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) bool {
+func isLeader(obj *sharestatev1.SharePartitionState, id Identity, leaderEpoch int32) bool {
 	l := obj.Status.Leader
 	return l != nil && l.BrokerID == id.BrokerID && l.PodName == id.PodName && l.PodUID == id.PodUID &&
 		l.LeaderEpoch == leaderEpoch
@@ -96,7 +96,7 @@ func isLeader(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) bool 
 // Without it a terminating broker, told FENCED, would Read again, as Kafka's share-partition leader
 // does, and become the recorded leader once more. A leader epoch above the fenced one is a new
 // leadership that Kafka's controller granted, and is let through.
-func fencedPod(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) sharestate.Outcome {
+func fencedPod(obj *sharestatev1.SharePartitionState, id Identity, leaderEpoch int32) sharestate.Outcome {
 	f := obj.Status.FencedLeader
 	if f == nil || f.PodUID == "" || f.PodUID != id.PodUID || leaderEpoch > f.LeaderEpoch {
 		return sharestate.Outcome{}
@@ -106,20 +106,20 @@ func fencedPod(obj *v1.SharePartitionState, id Identity, leaderEpoch int32) shar
 }
 
 // newObject is a SharePartitionState for the key, owned by its ShareGroup.
-func newObject(namespace string, key partitionKey, owner *v1.ShareGroup) *v1.SharePartitionState {
-	obj := &v1.SharePartitionState{
+func newObject(namespace string, key partitionKey, owner *sharestatev1.ShareGroup) *sharestatev1.SharePartitionState {
+	obj := &sharestatev1.SharePartitionState{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
 			Name:      key.objectName(),
-			Labels:    map[string]string{v1.LabelShareGroup: owner.Name},
+			Labels:    map[string]string{sharestatev1.LabelShareGroup: owner.Name},
 		},
-		Spec: v1.SharePartitionStateSpec{
-			GroupID:   v1.GroupID(key.group),
-			TopicID:   v1.TopicID(key.topic.String()),
+		Spec: sharestatev1.SharePartitionStateSpec{
+			GroupID:   sharestatev1.GroupID(key.group),
+			TopicID:   sharestatev1.TopicID(key.topic.String()),
 			Partition: key.partition,
 		},
 	}
-	obj.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, v1.GroupVersion.WithKind("ShareGroup"))}
+	obj.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, sharestatev1.GroupVersion.WithKind("ShareGroup"))}
 	return obj
 }
 
@@ -131,12 +131,12 @@ type partitionKey struct {
 }
 
 func (k partitionKey) objectName() string {
-	return v1.SharePartitionStateName(k.group, k.topic.String(), k.partition)
+	return sharestatev1.SharePartitionStateName(k.group, k.topic.String(), k.partition)
 }
 
 // estimateStatusBytes estimates the JSON size of a stored status: the batches dominate it. It avoids
 // marshalling the status again on the write path just to measure it.
-func estimateStatusBytes(obj *v1.SharePartitionState) int {
+func estimateStatusBytes(obj *sharestatev1.SharePartitionState) int {
 	n := 400 // the fixed fields, leader and times
 	for _, b := range obj.Status.StateBatches {
 		n += len(b) + 3

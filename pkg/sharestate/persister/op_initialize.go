@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
@@ -30,7 +30,7 @@ func (p *Persister) initialize(ctx context.Context, group string, topic sharesta
 	}
 	key := partitionKey{group: group, topic: topic, partition: in.Partition}
 	var outcome sharestate.Outcome
-	compute := func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+	compute := func(obj *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 		stored, err := stateOf(obj)
 		if err != nil {
 			// A reset at a higher state epoch is how an admin recovers a corrupt state: only the
@@ -53,7 +53,7 @@ func (p *Persister) initialize(ctx context.Context, group string, topic sharesta
 		return write, nil
 	}
 	s := p.slots.get(key)
-	var start *v1.SharePartitionState // nil: read first; Initialize is rare, so always read
+	var start *sharestatev1.SharePartitionState // nil: read first; Initialize is rare, so always read
 	for range 3 {
 		obj, result, err := p.updateLoop(ctx, p.opts.BulkClient, key, start, compute)
 		if errors.Is(err, errNoObject) {
@@ -88,7 +88,7 @@ func createFailure(err error) sharestate.Outcome {
 
 // createObject creates the partition's SharePartitionState (without state: the status is written
 // next), and its group's ShareGroup if there is none. An object someone else created is as good.
-func (p *Persister) createObject(ctx context.Context, key partitionKey) (*v1.SharePartitionState, error) {
+func (p *Persister) createObject(ctx context.Context, key partitionKey) (*sharestatev1.SharePartitionState, error) {
 	owner, err := p.ensureShareGroup(ctx, key.group)
 	if err != nil {
 		return nil, err
@@ -107,14 +107,14 @@ func (p *Persister) createObject(ctx context.Context, key partitionKey) (*v1.Sha
 
 // ensureShareGroup returns the group's ShareGroup, creating one that declares nothing, under the
 // derived name, if there is none.
-func (p *Persister) ensureShareGroup(ctx context.Context, group string) (*v1.ShareGroup, error) {
+func (p *Persister) ensureShareGroup(ctx context.Context, group string) (*sharestatev1.ShareGroup, error) {
 	sg, err := findShareGroup(ctx, p.opts.BulkClient, p.opts.Namespace, group, p.withRetry)
 	if err != nil || sg != nil {
 		return sg, err
 	}
-	sg = &v1.ShareGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Namespace, Name: v1.ShareGroupName(group)},
-		Spec:       v1.ShareGroupSpec{GroupID: v1.GroupID(group)},
+	sg = &sharestatev1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Namespace, Name: sharestatev1.ShareGroupName(group)},
+		Spec:       sharestatev1.ShareGroupSpec{GroupID: sharestatev1.GroupID(group)},
 	}
 	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.BulkClient.Create(ctx, sg) })
 	if classify(err) == classExists {
@@ -150,7 +150,7 @@ func (p *Persister) withRetry(ctx context.Context, verb string, request func(con
 }
 
 // getWithRetry reads the partition's object (nil: none), retrying while the API server is unavailable.
-func (p *Persister) getWithRetry(ctx context.Context, c client.Reader, key partitionKey) (*v1.SharePartitionState, error) {
+func (p *Persister) getWithRetry(ctx context.Context, c client.Reader, key partitionKey) (*sharestatev1.SharePartitionState, error) {
 	var bo backoff
 	for {
 		obj, err := p.getObject(ctx, c, key)

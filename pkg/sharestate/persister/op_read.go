@@ -3,7 +3,7 @@ package persister
 import (
 	"context"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
@@ -30,7 +30,7 @@ func (p *Persister) read(ctx context.Context, group string, topic sharestate.Top
 		outcome sharestate.Outcome
 		state   sharestate.State
 	)
-	compute := func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+	compute := func(obj *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 		stored, err := stateOf(obj)
 		if err != nil {
 			return nil, err

@@ -3,7 +3,7 @@ package persister
 import (
 	"context"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
@@ -82,13 +82,13 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []sharestate.Outc
 	ctx, cancel := p.operationContext(context.Background())
 	defer cancel()
 	outcomes := make([]sharestate.Outcome, len(ops))
-	compute := func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+	compute := func(obj *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 		stored, err := stateOf(obj)
 		if err != nil {
 			return nil, err
 		}
 		now := p.now()
-		var write *v1.SharePartitionState
+		var write *sharestatev1.SharePartitionState
 		current := stored
 		for i, w := range ops {
 			next, o := sharestate.ApplyWrite(current, w.req, w.known, p.opts.Limits)

@@ -8,7 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 
@@ -137,6 +137,6 @@ func loopEnded(result updateResult) bool {
 }
 
 // leaderRecorded is true when obj needs no write to record this persister as leader at leaderEpoch.
-func (p *Persister) leaderRecorded(obj *v1.SharePartitionState, leaderEpoch int32) bool {
+func (p *Persister) leaderRecorded(obj *sharestatev1.SharePartitionState, leaderEpoch int32) bool {
 	return isLeader(obj, p.opts.Identity, leaderEpoch)
 }

@@ -7,9 +7,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The leader-epoch fence survives a reset (spec §5): a leader fenced before an Initialize at a higher
@@ -54,9 +54,9 @@ func TestInitializeWhenGroupNameIsTaken(t *testing.T) {
 	ns := env.Namespace(t)
 	p := newPersister(t, ns, 1)
 
-	squatter := &v1.ShareGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName("orders")},
-		Spec:       v1.ShareGroupSpec{GroupID: "payments"},
+	squatter := &sharestatev1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName("orders")},
+		Spec:       sharestatev1.ShareGroupSpec{GroupID: "payments"},
 	}
 	if err := env.Client.Create(context.Background(), squatter); err != nil {
 		t.Fatal(err)

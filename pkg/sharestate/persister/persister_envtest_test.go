@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
@@ -28,10 +28,10 @@ func writeOf(stateEpoch, leaderEpoch int32, start int64, batches ...sharestate.S
 	return sharestate.WritePartition{StateEpoch: stateEpoch, LeaderEpoch: leaderEpoch, StartOffset: start, DeliveryCompleteCount: -1, StateBatches: batches}
 }
 
-func getObject(t *testing.T, ns, group string, partition int32) *v1.SharePartitionState {
+func getObject(t *testing.T, ns, group string, partition int32) *sharestatev1.SharePartitionState {
 	t.Helper()
-	var obj v1.SharePartitionState
-	key := client.ObjectKey{Namespace: ns, Name: v1.SharePartitionStateName(group, topicA.String(), partition)}
+	var obj sharestatev1.SharePartitionState
+	key := client.ObjectKey{Namespace: ns, Name: sharestatev1.SharePartitionStateName(group, topicA.String(), partition)}
 	if err := env.Client.Get(context.Background(), key, &obj); err != nil {
 		t.Fatal(err)
 	}
@@ -45,16 +45,16 @@ func TestInitialize(t *testing.T) {
 
 	expectCode(t, "first initialize", initialize(t, p, "Orders.EU", 0, 2, 100), sharestate.ErrNone)
 	obj := getObject(t, ns, "Orders.EU", 0)
-	if obj.Spec.GroupID != "Orders.EU" || obj.Spec.TopicID != v1.TopicID(topicA.String()) || obj.Status.StateEpoch != 2 ||
+	if obj.Spec.GroupID != "Orders.EU" || obj.Spec.TopicID != sharestatev1.TopicID(topicA.String()) || obj.Status.StateEpoch != 2 ||
 		obj.Status.StartOffset != 100 || obj.Status.DeliveryCompleteCount != 0 || obj.Status.CreateTime == nil {
 		t.Fatalf("stored %+v %+v", obj.Spec, obj.Status)
 	}
 	// The ShareGroup was created and owns the state.
-	var sg v1.ShareGroup
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v1.ShareGroupName("Orders.EU")}, &sg); err != nil {
+	var sg sharestatev1.ShareGroup
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: sharestatev1.ShareGroupName("Orders.EU")}, &sg); err != nil {
 		t.Fatalf("no ShareGroup: %v", err)
 	}
-	if len(obj.OwnerReferences) != 1 || obj.OwnerReferences[0].UID != sg.UID || obj.Labels[v1.LabelShareGroup] != sg.Name {
+	if len(obj.OwnerReferences) != 1 || obj.OwnerReferences[0].UID != sg.UID || obj.Labels[sharestatev1.LabelShareGroup] != sg.Name {
 		t.Fatalf("owner %+v labels %v, want the ShareGroup %s", obj.OwnerReferences, obj.Labels, sg.UID)
 	}
 
@@ -171,9 +171,9 @@ func TestUnknownTopicOrPartition(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	sg := &v1.ShareGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.ShareGroupName("declared")},
-		Spec:       v1.ShareGroupSpec{GroupID: "declared", Topics: []v1.ShareGroupTopic{{TopicID: v1.TopicID(topicA.String()), Partitions: 2}}},
+	sg := &sharestatev1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.ShareGroupName("declared")},
+		Spec:       sharestatev1.ShareGroupSpec{GroupID: "declared", Topics: []sharestatev1.ShareGroupTopic{{TopicID: sharestatev1.TopicID(topicA.String()), Partitions: 2}}},
 	}
 	if err := env.Client.Create(ctx, sg); err != nil {
 		t.Fatal(err)
@@ -303,7 +303,7 @@ func TestCorruptStoredStateIsReported(t *testing.T) {
 	p := newPersister(t, ns, 1)
 	expectCode(t, "initialize", initialize(t, p, "g", 0, 1, 0), sharestate.ErrNone)
 	obj := getObject(t, ns, "g", 0)
-	obj.Status.StateBatches = []v1.StateBatch{"5-10/0/1", "7/2/1"} // each valid, together overlapping
+	obj.Status.StateBatches = []sharestatev1.StateBatch{"5-10/0/1", "7/2/1"} // each valid, together overlapping
 	if err := env.Client.Status().Update(context.Background(), obj); err != nil {
 		t.Fatal(err)
 	}
@@ -459,9 +459,9 @@ func TestUserNamedShareGroup(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	sg := &v1.ShareGroup{
+	sg := &sharestatev1.ShareGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
-		Spec:       v1.ShareGroupSpec{GroupID: "orders-processors", Topics: []v1.ShareGroupTopic{{TopicID: v1.TopicID(topicA.String()), Partitions: 1}}},
+		Spec:       sharestatev1.ShareGroupSpec{GroupID: "orders-processors", Topics: []sharestatev1.ShareGroupTopic{{TopicID: sharestatev1.TopicID(topicA.String()), Partitions: 1}}},
 	}
 	if err := env.Client.Create(ctx, sg); err != nil {
 		t.Fatal(err)
@@ -469,7 +469,7 @@ func TestUserNamedShareGroup(t *testing.T) {
 	p := newPersister(t, ns, 1)
 	expectCode(t, "undeclared partition", initialize(t, p, "orders-processors", 1, 0, 0), sharestate.ErrUnknownTopicOrPartition)
 	expectCode(t, "declared partition", initialize(t, p, "orders-processors", 0, 0, 0), sharestate.ErrNone)
-	var groups v1.ShareGroupList
+	var groups sharestatev1.ShareGroupList
 	if err := env.Client.List(ctx, &groups, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func TestUserNamedShareGroup(t *testing.T) {
 		t.Fatalf("%d ShareGroups, want only the user's", len(groups.Items))
 	}
 	obj := getObject(t, ns, "orders-processors", 0)
-	if owner := metav1.GetControllerOf(obj); owner == nil || owner.UID != sg.UID || obj.Labels[v1.LabelShareGroup] != "orders" {
+	if owner := metav1.GetControllerOf(obj); owner == nil || owner.UID != sg.UID || obj.Labels[sharestatev1.LabelShareGroup] != "orders" {
 		t.Fatalf("state owned by %+v, labels %v; want the user's ShareGroup", obj.OwnerReferences, obj.Labels)
 	}
 }

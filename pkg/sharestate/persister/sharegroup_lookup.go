@@ -7,16 +7,16 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // findShareGroup returns the ShareGroup of a Kafka group id in the namespace, or nil when there is none.
 // One the persister created itself has the derived name, found with a GET; one a user created may have
 // any name, found through the server-side field selector on spec.groupId (a selectable field of the
 // CRD). Should two declare the same group id, the older one is the group's.
-func findShareGroup(ctx context.Context, c client.Client, namespace, group string, withRetry func(context.Context, string, func(context.Context) error) error) (*v1.ShareGroup, error) {
-	sg := &v1.ShareGroup{}
-	key := client.ObjectKey{Namespace: namespace, Name: v1.ShareGroupName(group)}
+func findShareGroup(ctx context.Context, c client.Client, namespace, group string, withRetry func(context.Context, string, func(context.Context) error) error) (*sharestatev1.ShareGroup, error) {
+	sg := &sharestatev1.ShareGroup{}
+	key := client.ObjectKey{Namespace: namespace, Name: sharestatev1.ShareGroupName(group)}
 	err := withRetry(ctx, "get", func(ctx context.Context) error { return c.Get(ctx, key, sg) })
 	switch classify(err) {
 	case classOK:
@@ -27,7 +27,7 @@ func findShareGroup(ctx context.Context, c client.Client, namespace, group strin
 	default:
 		return nil, err
 	}
-	var list v1.ShareGroupList
+	var list sharestatev1.ShareGroupList
 	err = withRetry(ctx, "list", func(ctx context.Context) error {
 		return c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{"spec.groupId": group})
 	})
@@ -37,7 +37,7 @@ func findShareGroup(ctx context.Context, c client.Client, namespace, group strin
 	if len(list.Items) == 0 {
 		return nil, nil
 	}
-	oldest := slices.MinFunc(list.Items, func(a, b v1.ShareGroup) int {
+	oldest := slices.MinFunc(list.Items, func(a, b sharestatev1.ShareGroup) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}

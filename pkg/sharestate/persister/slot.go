@@ -3,7 +3,7 @@ package persister
 import (
 	"sync"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
@@ -16,8 +16,8 @@ type slot struct {
 	table *slotTable // nil in tests of a lone slot
 
 	mu          sync.Mutex
-	cached      *v1.SharePartitionState // nil: unknown, read it first
-	cachedBytes int64                   // objectBytes(cached), counted in table.bytes
+	cached      *sharestatev1.SharePartitionState // nil: unknown, read it first
+	cachedBytes int64                             // objectBytes(cached), counted in table.bytes
 	queue       []*pendingWrite
 	flushing    bool // a goroutine is committing this slot's queue
 }
@@ -29,7 +29,7 @@ type pendingWrite struct {
 	done  chan sharestate.Outcome // buffered: the committer never blocks on a caller that left
 }
 
-func (s *slot) cachedObject() *v1.SharePartitionState {
+func (s *slot) cachedObject() *sharestatev1.SharePartitionState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cached
@@ -37,7 +37,7 @@ func (s *slot) cachedObject() *v1.SharePartitionState {
 
 // remember keeps obj (nil: forget) as the partition's last known object, and has the table give back
 // memory if the cache is now above its bound in bytes.
-func (s *slot) remember(obj *v1.SharePartitionState) {
+func (s *slot) remember(obj *sharestatev1.SharePartitionState) {
 	size := objectBytes(obj)
 	s.mu.Lock()
 	delta := size - s.cachedBytes
@@ -174,7 +174,7 @@ func (t *slotTable) evictIdle() {
 // bytes rounded up to the allocator's 16-byte size classes plus 24 bytes for its string header and
 // the spare capacity the JSON decoder leaves in the slice. A test checks the estimate against the heap
 // that objects decoded from the API server's JSON really take.
-func objectBytes(obj *v1.SharePartitionState) int64 {
+func objectBytes(obj *sharestatev1.SharePartitionState) int64 {
 	if obj == nil {
 		return 0
 	}

@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // storedJSON is a SharePartitionState as the API server answers it: managed fields of two writers,
@@ -19,11 +19,11 @@ import (
 func storedJSON(t testing.TB, n int) []byte {
 	t.Helper()
 	now := metav1.Now()
-	obj := &v1.SharePartitionState{
+	obj := &sharestatev1.SharePartitionState{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "orders-eu-17-abcdefghijklmnop", Namespace: "kafka", UID: "6f1c7e0a-2b3c-4d5e-8f90-123456789abc",
 			ResourceVersion: "123456789", Generation: 1, CreationTimestamp: now,
-			Labels: map[string]string{v1.LabelShareGroup: "orders-eu-abcdefghijklmnop"},
+			Labels: map[string]string{sharestatev1.LabelShareGroup: "orders-eu-abcdefghijklmnop"},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "sharestate-sidecar", Operation: "Update", APIVersion: "sharestate.dev/v1alpha1", Time: &now, FieldsType: "FieldsV1",
 					FieldsV1:    metav1.NewFieldsV1(`{"f:status":{".":{},"f:createTime":{},"f:deliveryCompleteCount":{},"f:lastWriteId":{},"f:leader":{".":{},"f:brokerId":{},"f:leaderEpoch":{},"f:podName":{},"f:podUID":{},"f:since":{}},"f:leaderEpoch":{},"f:stateBatches":{},"f:stateEpoch":{},"f:startOffset":{},"f:writeCount":{},"f:writeTime":{}}}`),
@@ -33,19 +33,19 @@ func storedJSON(t testing.TB, n int) []byte {
 					Subresource: "status"},
 			},
 		},
-		Spec: v1.SharePartitionStateSpec{GroupID: "orders.eu", TopicID: "q1Sh0o2QRbuBzMz8vEMbvQ", TopicName: "orders", Partition: 17},
-		Status: v1.SharePartitionStateStatus{
+		Spec: sharestatev1.SharePartitionStateSpec{GroupID: "orders.eu", TopicID: "q1Sh0o2QRbuBzMz8vEMbvQ", TopicName: "orders", Partition: 17},
+		Status: sharestatev1.SharePartitionStateStatus{
 			StateEpoch: 3, LeaderEpoch: 12, StartOffset: 999999990000, DeliveryCompleteCount: 17,
-			Leader:     &v1.LeaderRef{BrokerID: 2, PodName: "kafka-broker-2", PodUID: "6f1c7e0a-2b3c-4d5e-8f90-123456789abd", LeaderEpoch: 12, Since: now},
+			Leader:     &sharestatev1.LeaderRef{BrokerID: 2, PodName: "kafka-broker-2", PodUID: "6f1c7e0a-2b3c-4d5e-8f90-123456789abd", LeaderEpoch: 12, Since: now},
 			CreateTime: &now, WriteTime: &now, WriteCount: 123456, LastWriteID: "AbCdEfGhIjK",
 			Conditions: []metav1.Condition{
-				{Type: v1.ConditionInitialized, Status: "True", Reason: v1.ReasonStateInitialized, Message: "state initialized at state epoch 3", LastTransitionTime: now},
-				{Type: v1.ConditionFenced, Status: "False", Reason: v1.ReasonLeaderAlive, Message: "broker 2 (pod kafka-broker-2) leads at leader epoch 12", LastTransitionTime: now},
+				{Type: sharestatev1.ConditionInitialized, Status: "True", Reason: sharestatev1.ReasonStateInitialized, Message: "state initialized at state epoch 3", LastTransitionTime: now},
+				{Type: sharestatev1.ConditionFenced, Status: "False", Reason: sharestatev1.ReasonLeaderAlive, Message: "broker 2 (pod kafka-broker-2) leads at leader epoch 12", LastTransitionTime: now},
 			},
 		},
 	}
 	for i := range n {
-		obj.Status.StateBatches = append(obj.Status.StateBatches, v1.StateBatch(fmt.Sprintf("%d/%d/%d", 999999990000+2*int64(i), 2*(i%3), 1+i%5)))
+		obj.Status.StateBatches = append(obj.Status.StateBatches, sharestatev1.StateBatch(fmt.Sprintf("%d/%d/%d", 999999990000+2*int64(i), 2*(i%3), 1+i%5)))
 	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
@@ -54,11 +54,11 @@ func storedJSON(t testing.TB, n int) []byte {
 	return raw
 }
 
-func decodeObjects(t testing.TB, raw []byte, count int) []*v1.SharePartitionState {
+func decodeObjects(t testing.TB, raw []byte, count int) []*sharestatev1.SharePartitionState {
 	t.Helper()
-	objs := make([]*v1.SharePartitionState, count)
+	objs := make([]*sharestatev1.SharePartitionState, count)
 	for i := range objs {
-		objs[i] = &v1.SharePartitionState{}
+		objs[i] = &sharestatev1.SharePartitionState{}
 		if err := json.Unmarshal(raw, objs[i]); err != nil {
 			t.Fatal(err)
 		}

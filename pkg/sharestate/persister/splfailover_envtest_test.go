@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 

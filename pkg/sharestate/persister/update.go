@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 // This file is the one way the persister changes a share-partition's state: read (or take the cached
@@ -24,7 +24,7 @@ const maxConflicts = 32
 // computeFunc decides, from the object as it stands (nil: absent) whether and what to write. It
 // records its answers in its closure; the answers of its last call are the ones that stand. It
 // returns the object to write (a modified copy), or nil when there is nothing to write.
-type computeFunc func(obj *v1.SharePartitionState) (*v1.SharePartitionState, error)
+type computeFunc func(obj *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error)
 
 // updateResult says how an update loop ended.
 type updateResult int
@@ -40,7 +40,7 @@ const (
 // updateLoop runs compute against the partition's object until compute's write is applied, or it
 // needs no write on a fresh read. cached is the object to begin from, or nil to read it first. It
 // returns the object as last seen (written or read), how the loop ended, and the error behind it.
-func (p *Persister) updateLoop(ctx context.Context, c client.Client, key partitionKey, cached *v1.SharePartitionState, compute computeFunc) (*v1.SharePartitionState, updateResult, error) {
+func (p *Persister) updateLoop(ctx context.Context, c client.Client, key partitionKey, cached *sharestatev1.SharePartitionState, compute computeFunc) (*sharestatev1.SharePartitionState, updateResult, error) {
 	obj, fresh, needRead := cached, false, cached == nil
 	var bo backoff
 	conflicts := 0
@@ -102,7 +102,7 @@ func (p *Persister) updateLoop(ctx context.Context, c client.Client, key partiti
 // Otherwise it cannot be told whether it was applied and then overwritten, and err says so. Retrying
 // blindly would be wrong: an update applied, then overtaken by a fence, then computed again, would
 // answer FENCED for a write that in fact landed.
-func (p *Persister) afterLostAnswer(ctx context.Context, c client.Client, key partitionKey, sent sentUpdate, bo *backoff) (current *v1.SharePartitionState, applied bool, err error) {
+func (p *Persister) afterLostAnswer(ctx context.Context, c client.Client, key partitionKey, sent sentUpdate, bo *backoff) (current *sharestatev1.SharePartitionState, applied bool, err error) {
 	for {
 		if !bo.wait(ctx) {
 			return nil, false, fmt.Errorf("the answer to a status update was lost: %w", ctx.Err())
@@ -134,10 +134,10 @@ type sentUpdate struct {
 }
 
 // getObject reads the partition's object from the API server; nil when it does not exist.
-func (p *Persister) getObject(ctx context.Context, c client.Reader, key partitionKey) (*v1.SharePartitionState, error) {
+func (p *Persister) getObject(ctx context.Context, c client.Reader, key partitionKey) (*sharestatev1.SharePartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
-	var obj v1.SharePartitionState
+	var obj sharestatev1.SharePartitionState
 	err := c.Get(ctx, client.ObjectKey{Namespace: p.opts.Namespace, Name: key.objectName()}, &obj)
 	p.metrics.apiRequest("get", err)
 	switch classify(err) {
@@ -151,7 +151,7 @@ func (p *Persister) getObject(ctx context.Context, c client.Reader, key partitio
 }
 
 // updateStatus writes the object's status, conditional on its resourceVersion.
-func (p *Persister) updateStatus(ctx context.Context, c client.Client, obj *v1.SharePartitionState) (*v1.SharePartitionState, error) {
+func (p *Persister) updateStatus(ctx context.Context, c client.Client, obj *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
 	err := c.Status().Update(ctx, obj)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sharestate/sharestate-operator/internal/faultproxy"
+	"github.com/sharestate/sharestate-operator/test/faultproxy"
 )
 
 // startEcho runs a TCP server on a loopback port that writes back whatever it reads, and returns its

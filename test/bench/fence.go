@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sharestate/sharestate-operator/internal/fencebench"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/fencebench"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // Targets of the fence scenario: within 1.5 times the raw updates of the same objects, and under 3 s.

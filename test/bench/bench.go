@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // Config says what to run and how to report it.

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // waitTimeout bounds one wait: fencing 1000 partitions takes seconds, not minutes.
@@ -18,7 +18,7 @@ const waitTimeout = 2 * time.Minute
 // waitFor follows the namespace's partitions until want has held for n of them, and returns when the
 // last one was seen. The watch behind it is re-established whenever it ends (testenv.Follow): a
 // watch that ends says nothing about the partitions. Only ctx, or waitTimeout, ends the wait early.
-func waitFor(ctx context.Context, c client.WithWatch, ns string, n int, want func(*v1.SharePartitionState) bool) (time.Time, error) {
+func waitFor(ctx context.Context, c client.WithWatch, ns string, n int, want func(*sharestatev1.SharePartitionState) bool) (time.Time, error) {
 	if n <= 0 {
 		return time.Now(), nil
 	}
@@ -26,8 +26,8 @@ func waitFor(ctx context.Context, c client.WithWatch, ns string, n int, want fun
 	defer cancel()
 	seen := map[string]bool{}
 	var at time.Time
-	err := testenv.Follow(ctx, c, &v1.SharePartitionStateList{}, ns, func(ev watch.EventType, obj client.Object) bool {
-		sps, ok := obj.(*v1.SharePartitionState)
+	err := testenv.Follow(ctx, c, &sharestatev1.SharePartitionStateList{}, ns, func(ev watch.EventType, obj client.Object) bool {
+		sps, ok := obj.(*sharestatev1.SharePartitionState)
 		if ok && ev != watch.Deleted && !seen[sps.Name] && want(sps) {
 			seen[sps.Name] = true
 			at = time.Now()

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // env is the control plane the integration tests share; each works in a namespace of its own. It is

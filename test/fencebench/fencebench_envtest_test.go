@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/sharestate/sharestate-operator/internal/fencebench"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	"github.com/sharestate/sharestate-operator/test/fencebench"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 var env *testenv.Env

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/fencebench"
-	"github.com/sharestate/sharestate-operator/internal/testenv"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/test/fencebench"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // The benchmark's wait outlives its watches: whether a watch ends quietly, ends with 410 Gone in its
@@ -63,7 +63,7 @@ func TestWaitForSurvivesEndedWatches(t *testing.T) {
 			})
 			defer updates.Wait()
 
-			fenced := func(s *v1.SharePartitionState) bool { return s.Status.StateEpoch >= 2 }
+			fenced := func(s *sharestatev1.SharePartitionState) bool { return s.Status.StateEpoch >= 2 }
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if _, err := fencebench.WaitFor(ctx, fw, ns, partitions, fenced); err != nil {
@@ -94,7 +94,7 @@ func TestWaitForReportsWhyItEnded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	fw := &flakyWatch{WithWatch: c, after: 0, firstOpened: make(chan struct{})} // every watch ends at once
-	never := func(s *v1.SharePartitionState) bool { return s.Status.StateEpoch >= 2 }
+	never := func(s *sharestatev1.SharePartitionState) bool { return s.Status.StateEpoch >= 2 }
 	_, err := fencebench.WaitFor(ctx, fw, ns, 3, never)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the wait returned %v, want an error wrapping context.DeadlineExceeded", err)
@@ -120,15 +120,15 @@ func createPartitions(t *testing.T, c client.Client, ns string, n int) []string 
 	const topic = "q1Sh0o2QRbuBzMz8vEMbvQ"
 	var names []string
 	for i := range int32(n) {
-		sps := &v1.SharePartitionState{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.SharePartitionStateName("watch", topic, i)},
-			Spec:       v1.SharePartitionStateSpec{GroupID: "watch", TopicID: topic, Partition: i},
+		sps := &sharestatev1.SharePartitionState{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.SharePartitionStateName("watch", topic, i)},
+			Spec:       sharestatev1.SharePartitionStateSpec{GroupID: "watch", TopicID: topic, Partition: i},
 		}
 		if err := c.Create(context.Background(), sps); err != nil {
 			t.Fatal(err)
 		}
 		now := metav1.Now()
-		sps.Status = v1.SharePartitionStateStatus{StateEpoch: 1, LeaderEpoch: 1, StartOffset: 0, CreateTime: &now, WriteTime: &now}
+		sps.Status = sharestatev1.SharePartitionStateStatus{StateEpoch: 1, LeaderEpoch: 1, StartOffset: 0, CreateTime: &now, WriteTime: &now}
 		if err := c.Status().Update(context.Background(), sps); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func createPartitions(t *testing.T, c client.Client, ns string, n int) []string 
 
 func raiseStateEpoch(c client.Client, ns, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var sps v1.SharePartitionState
+		var sps sharestatev1.SharePartitionState
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &sps); err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/internal/operator"
 )
 
@@ -91,18 +91,18 @@ func setUp(ctx context.Context, c client.Client, partitions, workers int) (strin
 
 func createLedPartition(ctx context.Context, c client.Client, ns string, pod *corev1.Pod, partition int32) error {
 	const topic = "q1Sh0o2QRbuBzMz8vEMbvQ"
-	sps := &v1.SharePartitionState{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.SharePartitionStateName("bench", topic, partition)},
-		Spec:       v1.SharePartitionStateSpec{GroupID: "bench", TopicID: topic, Partition: partition},
+	sps := &sharestatev1.SharePartitionState{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharestatev1.SharePartitionStateName("bench", topic, partition)},
+		Spec:       sharestatev1.SharePartitionStateSpec{GroupID: "bench", TopicID: topic, Partition: partition},
 	}
 	if err := c.Create(ctx, sps); err != nil {
 		return err
 	}
 	now := metav1.Now()
-	sps.Status = v1.SharePartitionStateStatus{
+	sps.Status = sharestatev1.SharePartitionStateStatus{
 		StateEpoch: 1, LeaderEpoch: 1, StartOffset: 0, CreateTime: &now, WriteTime: &now,
-		StateBatches: []v1.StateBatch{"0-9/2/1", "10-19/0/1"},
-		Leader:       &v1.LeaderRef{BrokerID: 0, PodName: pod.Name, PodUID: string(pod.UID), LeaderEpoch: 1, Since: now},
+		StateBatches: []sharestatev1.StateBatch{"0-9/2/1", "10-19/0/1"},
+		Leader:       &sharestatev1.LeaderRef{BrokerID: 0, PodName: pod.Name, PodUID: string(pod.UID), LeaderEpoch: 1, Since: now},
 	}
 	return c.Status().Update(ctx, sps)
 }
@@ -126,9 +126,9 @@ func measureFence(ctx context.Context, cfg *rest.Config, c client.WithWatch, ns 
 	}()
 	defer func() { stop(); <-done }()
 
-	alive := func(s *v1.SharePartitionState) bool {
-		c := meta.FindStatusCondition(s.Status.Conditions, v1.ConditionFenced)
-		return c != nil && c.Reason == v1.ReasonLeaderAlive
+	alive := func(s *sharestatev1.SharePartitionState) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, sharestatev1.ConditionFenced)
+		return c != nil && c.Reason == sharestatev1.ReasonLeaderAlive
 	}
 	if _, err := waitFor(ctx, c, ns, partitions, alive); err != nil {
 		select {
@@ -138,7 +138,7 @@ func measureFence(ctx context.Context, cfg *rest.Config, c client.WithWatch, ns 
 		}
 		return 0, fmt.Errorf("waiting for the operator to see the live leader: %w", err)
 	}
-	fenced := func(s *v1.SharePartitionState) bool { return s.Status.StateEpoch >= 2 }
+	fenced := func(s *sharestatev1.SharePartitionState) bool { return s.Status.StateEpoch >= 2 }
 	start := time.Now()
 	if err := c.Delete(ctx, pod); err != nil {
 		return 0, err
@@ -153,7 +153,7 @@ func measureFence(ctx context.Context, cfg *rest.Config, c client.WithWatch, ns 
 // measureRaw times one status update of each partition (raising the state epoch) with workers
 // goroutines, from objects read beforehand, as the operator's cache would have them.
 func measureRaw(ctx context.Context, c client.Client, _ *runtime.Scheme, ns string, workers int) (time.Duration, error) {
-	var list v1.SharePartitionStateList
+	var list sharestatev1.SharePartitionStateList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return 0, err
 	}
