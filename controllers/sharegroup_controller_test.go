@@ -162,7 +162,7 @@ func TestOffsetResetFencesAndRunsOnce(t *testing.T) {
 	for part := range int32(3) {
 		obj := getSPS(t, spsKey(ns, "g", part))
 		if obj.Status.StateEpoch != 5 || obj.Status.StartOffset != 500 || len(obj.Status.StateBatches) != 0 || obj.Status.LeaderEpoch != 7 {
-			t.Fatalf("partition %d after reset (the leader epoch kept, spec §5): %+v", part, obj.Status)
+			t.Fatalf("partition %d after reset (the leader epoch kept, semantics §5): %+v", part, obj.Status)
 		}
 		if w := write(old, "g", part, 4, 7, acked(12)); w.ErrorCode != sharestate.ErrFencedStateEpoch {
 			t.Fatalf("old leader's write after reset: %s", w.ErrorCode)

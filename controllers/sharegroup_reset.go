@@ -27,7 +27,7 @@ var errStateEpochExhausted = errors.New("the state epoch cannot be raised any fu
 // maxResetRounds bounds how often one pass starts a reset again after being overtaken.
 const maxResetRounds = 3
 
-// reconcileReset carries out the group's offset reset request once (spec §9): it chooses a state
+// reconcileReset carries out the group's offset reset request once (semantics §9): it chooses a state
 // epoch above every partition's and records it in status before touching any partition, then
 // initializes every named partition at it with the new start offset, which fences every live leader.
 // The recorded request id makes a request run once however often the group is reconciled.

@@ -32,7 +32,7 @@ const maxFenceAttempts = 3
 // SharePartitionStateReconciler fences stale share-partition leaders: when the pod of a partition's
 // recorded leader is gone (deleted, terminating, finished, replaced, or optionally not Ready for too
 // long), it raises the partition's state epoch, so every later write from that leader is answered
-// FENCED_STATE_EPOCH (spec §9). It also reports Initialized and leader changes.
+// FENCED_STATE_EPOCH (semantics §9). It also reports Initialized and leader changes.
 type SharePartitionStateReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client

@@ -76,7 +76,7 @@ func notReadySince(pod *corev1.Pod) (since time.Time, ready bool) {
 }
 
 // canFence reports whether the partition's state epoch can still be raised. At sharestate.MaxStateEpoch
-// it cannot: raising it would overflow the int32 the wire and the schema hold (spec §9).
+// it cannot: raising it would overflow the int32 the wire and the schema hold (semantics §9).
 func canFence(obj *sharestatev1.SharePartitionState) bool {
 	return obj.Status.StateEpoch < sharestate.MaxStateEpoch
 }

@@ -75,7 +75,7 @@ type LeaderRef struct {
 	Since metav1.Time `json:"since,omitempty"`
 }
 
-// SharePartitionStateStatus is the persisted share-partition state (spec §5) and what the operator
+// SharePartitionStateStatus is the persisted share-partition state (semantics §5) and what the operator
 // observed of it. The persister writes the state fields; the operator writes conditions and raises
 // stateEpoch to fence a stale leader.
 type SharePartitionStateStatus struct {

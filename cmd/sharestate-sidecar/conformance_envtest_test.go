@@ -128,7 +128,7 @@ func TestReadAndWrite(t *testing.T) {
 	expectBatches(t, "after pruning", rd, batch{3, 4, 0, 1})
 }
 
-// The write checks of spec §4, each answered INVALID_REQUEST and changing nothing.
+// The write checks of semantics §4, each answered INVALID_REQUEST and changing nothing.
 func TestWriteValidation(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
@@ -162,7 +162,7 @@ func TestWriteValidation(t *testing.T) {
 	expectBatches(t, "refused writes change nothing", k.read("g", 0, 1))
 }
 
-// The first worked example of spec §7, through the wire.
+// The first worked example of semantics §7, through the wire.
 func TestWriteCombinesBatches(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
@@ -257,7 +257,7 @@ func TestDeleteAndReadSummary(t *testing.T) {
 	}
 }
 
-// A ShareGroup that declares its topics makes every other partition unknown (spec §6).
+// A ShareGroup that declares its topics makes every other partition unknown (semantics §6).
 func TestUnknownTopicOrPartition(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)

@@ -176,7 +176,7 @@ func (h *hostileSidecar) expectRunning(t *testing.T) {
 	}
 }
 
-// allowedCodes are the codes spec §3–§6 let each API answer a partition whose input passes the
+// allowedCodes are the codes semantics §3–§6 let each API answer a partition whose input passes the
 // checks that need no state: outcomes of the stored state, the topology and the API server's health.
 var allowedCodes = map[string][]sharestate.ErrorCode{
 	"Initialize": {sharestate.ErrNone, sharestate.ErrFencedStateEpoch, sharestate.ErrUnknownTopicOrPartition,
@@ -317,7 +317,7 @@ var steadyTopic = [16]byte{0x57, 0xea, 0xd1}
 // runSteady is a well-behaved broker on a connection of its own: it initializes two partitions of a
 // group of its own, takes their leadership, and then, round after round until stop, writes both
 // (moving the start offset on), reads them back and reads their summary, checking every answer
-// against spec §5. It does one more round after stop: all the hostile traffic is over by then.
+// against semantics §5. It does one more round after stop: all the hostile traffic is over by then.
 func runSteady(addr string, stop <-chan struct{}) steadyResult {
 	s := &steady{group: fmt.Sprintf("steady-%d", steadyGroups.Add(1))}
 	var err error

@@ -41,7 +41,7 @@ var (
 	}
 )
 
-// groupIsValid is the persister's check of a group id (spec §4: a group must name a share group): not
+// groupIsValid is the persister's check of a group id (semantics §4: a group must name a share group): not
 // empty, at most 255 bytes, UTF-8 as every Kafka string is.
 func groupIsValid(g string) bool { return g != "" && len(g) <= 255 && utf8.ValidString(g) }
 
@@ -56,7 +56,7 @@ type expectation struct {
 	partition int32
 	invalid   bool // the input fails a check that needs no stored state: INVALID_REQUEST, nothing else
 	// undeclared: a partition that the group's ShareGroup, declaring topics, does not declare
-	// (spec §6): never NONE.
+	// (semantics §6): never NONE.
 	undeclared bool
 }
 
@@ -295,7 +295,7 @@ func (g *generator) delete() hostileRequest {
 	return h
 }
 
-// summary is a ReadSummary: its leader epoch is not checked at all (spec §4), negative or not.
+// summary is a ReadSummary: its leader epoch is not checked at all (semantics §4), negative or not.
 func (g *generator) summary(version int16) hostileRequest {
 	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
 	req.SetVersion(version)

@@ -5,7 +5,7 @@ import "fmt"
 // DeliveryState is the delivery state of a record, as Kafka encodes it on the wire (an int8).
 type DeliveryState int8
 
-// The delivery states of spec §1. Acquired lives in the share-partition leader's memory only and is
+// The delivery states of semantics §1. Acquired lives in the share-partition leader's memory only and is
 // never persisted; Archiving exists only with dead-letter queues (Kafka 4.3+).
 const (
 	DeliveryStateAvailable    DeliveryState = 0
@@ -15,7 +15,7 @@ const (
 	DeliveryStateArchived     DeliveryState = 4
 )
 
-// Persistable reports whether a batch in this state may be stored (spec §4: {0, 2, 3, 4}).
+// Persistable reports whether a batch in this state may be stored (semantics §4: {0, 2, 3, 4}).
 func (s DeliveryState) Persistable() bool {
 	switch s {
 	case DeliveryStateAvailable, DeliveryStateAcknowledged, DeliveryStateArchiving, DeliveryStateArchived:
@@ -52,7 +52,7 @@ type StateBatch struct {
 	DeliveryCount int16
 }
 
-// Validate checks one batch against spec §4's input rules: offsets non-negative, lastOffset not
+// Validate checks one batch against semantics §4's input rules: offsets non-negative, lastOffset not
 // below firstOffset, a persistable delivery state and a non-negative delivery count.
 func (b StateBatch) Validate() error {
 	switch {

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// CombineBatches merges the stored batches with the incoming ones of a Write, following spec §7:
+// CombineBatches merges the stored batches with the incoming ones of a Write, following semantics §7:
 //
 //  1. when startOffset is not -1, offsets below it are dropped from both inputs alike;
 //  2. where batches overlap, per offset the highest priority wins, whichever input it came from:
@@ -148,7 +148,7 @@ func sweep(queue mergeQueue, from int64) []StateBatch {
 
 // appendCoalesced appends a run that starts above every run already in out, extending the last one
 // instead when the two touch and share state and count. Runs are produced in offset order, so
-// checking the last one is enough to make the output minimal (spec §7 steps 3 and 4).
+// checking the last one is enough to make the output minimal (semantics §7 steps 3 and 4).
 func appendCoalesced(out []StateBatch, run StateBatch) []StateBatch {
 	if n := len(out); n > 0 {
 		last := &out[n-1]
@@ -161,7 +161,7 @@ func appendCoalesced(out []StateBatch, run StateBatch) []StateBatch {
 	return append(out, run)
 }
 
-// outranks reports whether batch a wins over batch b at an offset they both cover (spec §7 step 2):
+// outranks reports whether batch a wins over batch b at an offset they both cover (semantics §7 step 2):
 // the higher delivery count wins, and on equal counts the higher delivery state byte, so that
 // ARCHIVED (4) > ARCHIVING (3) > ACKNOWLEDGED (2) > AVAILABLE (0).
 func outranks(a, b StateBatch) bool {

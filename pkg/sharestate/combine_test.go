@@ -33,7 +33,7 @@ func TestCombineBatches(t *testing.T) {
 		start    int64
 		want     []StateBatch
 	}{
-		// The worked examples of spec §7, in its order.
+		// The worked examples of semantics §7, in its order.
 		{
 			"spec: new batches split a stored one and keep its tail",
 			bs(sb(111, 120, avail, 1)), bs(sb(111, 113, avail, 2), sb(114, 114, acked, 1), sb(115, 119, avail, 2)), -1,
@@ -263,7 +263,7 @@ func TestCombineBatchesDoesNotAliasInputs(t *testing.T) {
 	}
 }
 
-// checkCombined reports a result that breaks spec §7 step 4 or holds an invalid batch: every batch
+// checkCombined reports a result that breaks semantics §7 step 4 or holds an invalid batch: every batch
 // valid, sorted, non-overlapping, and minimal (no two touching neighbours with the same state and
 // count).
 func checkCombined(out []StateBatch) error {
@@ -286,7 +286,7 @@ func checkCombined(out []StateBatch) error {
 	return nil
 }
 
-// referenceCombine is the per-offset model of spec §7: it expands every batch into single offsets
+// referenceCombine is the per-offset model of semantics §7: it expands every batch into single offsets
 // in a map, keeps the highest priority per offset, and reads runs back off in order. It only works
 // on small offsets; tests shift its input and output to probe large ones.
 func referenceCombine(stored, incoming []StateBatch, start int64) []StateBatch {
@@ -456,7 +456,7 @@ func TestBatchHeap(t *testing.T) {
 	}
 }
 
-// TestCombineBatchesProperties checks laws that follow from spec §7 and that the model test does
+// TestCombineBatchesProperties checks laws that follow from semantics §7 and that the model test does
 // not state directly: combining is symmetric, combining a result with nothing returns it, and
 // combining in two steps equals combining at once (so a Write split in two stores the same state).
 func TestCombineBatchesProperties(t *testing.T) {

@@ -6,12 +6,12 @@ import (
 	"unicode/utf8"
 )
 
-// This file is the sequential model of spec §4–§7: what each operation answers and does to one
+// This file is the sequential model of semantics §4–§7: what each operation answers and does to one
 // share-partition's state, as pure functions. The Kubernetes-backed persister applies exactly these
 // functions to the state it read, and writes the result conditionally on the resourceVersion it read,
 // so that every answer is as if the operations ran one at a time.
 
-// State is one share-partition's persisted state (spec §5).
+// State is one share-partition's persisted state (semantics §5).
 type State struct {
 	StateEpoch            int32
 	LeaderEpoch           int32
@@ -36,7 +36,7 @@ func Fail(code ErrorCode, format string, args ...any) Outcome {
 
 // Limits bound what one write may carry and what a state may hold.
 type Limits struct {
-	// MaxBatchesPerWrite bounds the batches of one Write request (spec §4; default: the in-flight
+	// MaxBatchesPerWrite bounds the batches of one Write request (semantics §4; default: the in-flight
 	// window, 2000).
 	MaxBatchesPerWrite int
 	// MaxStoredBatches bounds a stored state's batches (the CRD's limit).
@@ -46,7 +46,7 @@ type Limits struct {
 // DefaultLimits are Kafka's default in-flight window and the CRD's bound.
 var DefaultLimits = Limits{MaxBatchesPerWrite: 2000, MaxStoredBatches: 10000}
 
-// CheckGroupID refuses a group id that cannot name a share group (spec §4's input checks of our own):
+// CheckGroupID refuses a group id that cannot name a share group (semantics §4's input checks of our own):
 // empty, longer than 255 bytes, or not UTF-8.
 func CheckGroupID(group string) Outcome {
 	if group == "" {
@@ -62,7 +62,7 @@ func CheckGroupID(group string) Outcome {
 	return Outcome{}
 }
 
-// checkKey is checks 1 and 2 of spec §4, common to all five operations.
+// checkKey is checks 1 and 2 of semantics §4, common to all five operations.
 func checkKey(topic TopicID, partition int32) Outcome {
 	if topic.IsZero() {
 		return Fail(ErrInvalidRequest, "topic id is missing")
@@ -73,7 +73,7 @@ func checkKey(topic TopicID, partition int32) Outcome {
 	return Outcome{}
 }
 
-// CheckWriteInput is Write's validation that needs no stored state: checks 1–4 of spec §4 and this
+// CheckWriteInput is Write's validation that needs no stored state: checks 1–4 of semantics §4 and this
 // project's own input checks. It runs before a write is queued.
 func CheckWriteInput(topic TopicID, p WritePartition, limits Limits) Outcome {
 	if o := checkKey(topic, p.Partition); !o.OK() {
@@ -100,7 +100,7 @@ func CheckWriteInput(topic TopicID, p WritePartition, limits Limits) Outcome {
 }
 
 // ApplyWrite is Write on a stored state (nil: not initialized), after CheckWriteInput passed: checks
-// 5–8 of spec §4, then spec §5's effect. known says whether the topic partition is known (spec §6).
+// 5–8 of semantics §4, then semantics §5's effect. known says whether the topic partition is known (semantics §6).
 func ApplyWrite(stored *State, p WritePartition, known bool, limits Limits) (State, Outcome) {
 	if stored == nil {
 		return State{}, Fail(ErrInvalidRequest, "write of uninitialized share partition %d", p.Partition)
@@ -128,7 +128,7 @@ func ApplyWrite(stored *State, p WritePartition, known bool, limits Limits) (Sta
 	return next, Outcome{}
 }
 
-// CheckReadInput is Read's validation that needs no stored state (checks 1–3 of spec §4).
+// CheckReadInput is Read's validation that needs no stored state (checks 1–3 of semantics §4).
 func CheckReadInput(topic TopicID, p ReadPartition) Outcome {
 	if o := checkKey(topic, p.Partition); !o.OK() {
 		return o
@@ -179,12 +179,12 @@ func CheckInitializeInput(topic TopicID, p InitializePartition) Outcome {
 // MaxStateEpoch is the highest state epoch a share-partition can reach (an int32 on the wire). The
 // operator's fence raises the state epoch by one, so Initialize refuses MaxStateEpoch itself: a state
 // initialized at MaxStateEpoch-1 can still be fenced once, and one at MaxStateEpoch could never be
-// (our choice: Kafka's coordinator accepts any state epoch; spec §5, §9).
+// (our choice: Kafka's coordinator accepts any state epoch; semantics §5, §9).
 const MaxStateEpoch int32 = math.MaxInt32
 
 // ApplyInitialize is Initialize on a stored state (nil: none). reset says a fresh state replaces the
 // stored one; at an equal state epoch the stored state is kept and nothing is written. The fresh state
-// keeps the stored leader epoch (spec §5): a leader fenced before the reset stays fenced after it, as
+// keeps the stored leader epoch (semantics §5): a leader fenced before the reset stays fenced after it, as
 // Kafka's coordinator keeps the highest leader epoch it has seen until the state is deleted.
 func ApplyInitialize(stored *State, p InitializePartition, known bool) (next State, reset bool, o Outcome) {
 	if stored != nil && stored.StateEpoch > p.StateEpoch {
@@ -206,7 +206,7 @@ func ApplyInitialize(stored *State, p InitializePartition, known bool) (next Sta
 	return next, true, Outcome{}
 }
 
-// FreshState is the state Initialize creates where there was none (spec §5): leader epoch 0. A reset
+// FreshState is the state Initialize creates where there was none (semantics §5): leader epoch 0. A reset
 // of an existing state keeps its leader epoch (ApplyInitialize).
 func FreshState(stateEpoch int32, startOffset int64) State {
 	complete := int32(0)
@@ -216,7 +216,7 @@ func FreshState(stateEpoch int32, startOffset int64) State {
 	return State{StateEpoch: stateEpoch, StartOffset: startOffset, DeliveryCompleteCount: complete}
 }
 
-// CheckKeyInput is the validation of Delete and ReadSummary (checks 1 and 2 of spec §4).
+// CheckKeyInput is the validation of Delete and ReadSummary (checks 1 and 2 of semantics §4).
 func CheckKeyInput(topic TopicID, partition int32) Outcome { return checkKey(topic, partition) }
 
 // SummaryOf is ReadSummary's answer for a stored state (nil: none, which is not an error).

@@ -18,7 +18,7 @@ func TestCheckWriteInputOrder(t *testing.T) {
 		message string
 	}{
 		{"valid", testTopic, func(*WritePartition) {}, ErrNone, ""},
-		// Every input is wrong at once: the first check in spec §4's order names the error.
+		// Every input is wrong at once: the first check in semantics §4's order names the error.
 		{"topic first", TopicID{}, func(w *WritePartition) { w.Partition, w.LeaderEpoch, w.StateEpoch = -1, -1, -1 }, ErrInvalidRequest, "topic id"},
 		{"then partition", testTopic, func(w *WritePartition) { w.Partition, w.LeaderEpoch, w.StateEpoch = -1, -1, -1 }, ErrInvalidRequest, "partition -1"},
 		{"then leader epoch", testTopic, func(w *WritePartition) { w.LeaderEpoch, w.StateEpoch = -1, -1 }, ErrInvalidRequest, "leader epoch -1"},
@@ -134,7 +134,7 @@ func TestApplyInitialize(t *testing.T) {
 	}
 	next, reset, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 3, StartOffset: -1}, true)
 	if !o.OK() || !reset || next.StateEpoch != 3 || next.LeaderEpoch != 3 || next.StartOffset != -1 || next.DeliveryCompleteCount != -1 {
-		t.Errorf("reset (keeping the leader epoch, spec §5): %v %v %+v", o, reset, next)
+		t.Errorf("reset (keeping the leader epoch, semantics §5): %v %v %+v", o, reset, next)
 	}
 	if next, _, _ := ApplyInitialize(nil, InitializePartition{StateEpoch: 3}, true); next.LeaderEpoch != 0 {
 		t.Errorf("a new state starts at leader epoch 0: %+v", next)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// ErrorCode is a Kafka error code (spec §3), answered per partition.
+// ErrorCode is a Kafka error code (semantics §3), answered per partition.
 type ErrorCode int16
 
 // The error codes the persister and the share-partition leader produce.
@@ -68,7 +68,7 @@ func (c ErrorCode) String() string {
 	}
 }
 
-// Retriable reports whether Kafka's broker-side client retries the code (spec §3).
+// Retriable reports whether Kafka's broker-side client retries the code (semantics §3).
 func (c ErrorCode) Retriable() bool {
 	return c == ErrCoordinatorLoadInProgress || c == ErrCoordinatorNotAvailable || c == ErrNotCoordinator
 }

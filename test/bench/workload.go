@@ -67,7 +67,7 @@ func (c *offsetCursor) next() stateWrite {
 	}
 }
 
-// applyWrite does to a stored status what a Write does (spec §5) for the scenarios that write the
+// applyWrite does to a stored status what a Write does (semantics §5) for the scenarios that write the
 // objects themselves: the start offset only moves forward, the batches are combined, the write is
 // stamped and counted. Epochs are not checked: these writers are alone on their objects.
 func applyWrite(status *v1alpha1.SharePartitionStateStatus, w stateWrite, now metav1.Time) error {

@@ -78,7 +78,7 @@ func (l *leadership) move(partitions []int32, to func(int32) int32) {
 }
 
 // ledger is what the simulated consumers saw and decided, per partition and offset, and the
-// invariants it checks as they go (spec §10.4, §10.5).
+// invariants it checks as they go (semantics §10.4, §10.5).
 type ledger struct {
 	mu          sync.Mutex
 	deliveries  map[key][]int16 // delivery counts seen, in order
@@ -120,7 +120,7 @@ func (g *ledger) delivered(p int32, recs []leader.AcquiredRecords) {
 				if t, ok := g.final[k]; ok && t == leader.AckAccept {
 					g.violate("partition %d offset %d delivered again after its acceptance was acknowledged", p, o)
 				}
-				// An acquisition is not persisted (only state changes are, spec §8), so a record in
+				// An acquisition is not persisted (only state changes are, semantics §8), so a record in
 				// flight on a leader that died is delivered again by the next one with the same count;
 				// it never goes down.
 				if len(seen) > 0 && r.DeliveryCount < seen[len(seen)-1] {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
 // wireConn is one pipelined connection to the sidecar. Callers hand requests to its writer goroutine,
@@ -249,7 +251,7 @@ func handshake(ctx context.Context, nc net.Conn, opts *ClientOptions) (map[int16
 // unsupportedFallback returns the version to retry ApiVersions with after UNSUPPORTED_VERSION: the
 // sidecar's maximum, if it is below the one just refused.
 func unsupportedFallback(resp *kmsg.ApiVersionsResponse, refused int16) (int16, bool) {
-	if resp.ErrorCode != 35 {
+	if resp.ErrorCode != int16(sharestate.ErrUnsupportedVersion) {
 		return 0, false
 	}
 	for _, k := range resp.ApiKeys {
@@ -279,7 +281,7 @@ func apiVersions(nc net.Conn, version int16, opts *ClientOptions) (*kmsg.ApiVers
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	if len(body) >= 2 && int16(binary.BigEndian.Uint16(body)) == 35 {
+	if len(body) >= 2 && int16(binary.BigEndian.Uint16(body)) == int16(sharestate.ErrUnsupportedVersion) {
 		resp.Version = 0
 	}
 	if err := resp.ReadFrom(body); err != nil {

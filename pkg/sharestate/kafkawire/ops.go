@@ -83,7 +83,7 @@ var readSummaryOp = operation[sharestate.ReadSummaryPartition, sharestate.ReadSu
 	resultPart: func(r sharestate.ReadSummaryResult) int32 { return r.Partition },
 }
 
-// Initialize sends InitializeShareGroupState (spec §2).
+// Initialize sends InitializeShareGroupState (semantics §2).
 func (c *Client) Initialize(ctx context.Context, req sharestate.InitializeRequest) sharestate.InitializeResponse {
 	return call(ctx, c, initializeOp, req)
 }

@@ -22,7 +22,7 @@ func decodeAPIVersions(version int16, body []byte) (serveFunc, error) {
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.ErrorCode = int16(sharestate.ErrUnsupportedVersion)
 		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{apiKey(api)}
-		return answer(resp, sharestate.ErrUnsupportedVersion), nil
+		return precomputed(resp, sharestate.ErrUnsupportedVersion), nil
 	}
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = version
@@ -34,12 +34,12 @@ func decodeAPIVersions(version int16, body []byte) (serveFunc, error) {
 	resp.Version = version
 	if version >= 3 && !validSoftware(req) {
 		resp.ErrorCode = int16(sharestate.ErrInvalidRequest)
-		return answer(resp, sharestate.ErrInvalidRequest), nil
+		return precomputed(resp, sharestate.ErrInvalidRequest), nil
 	}
 	for _, a := range APIs {
 		resp.ApiKeys = append(resp.ApiKeys, apiKey(a))
 	}
-	return answer(resp, sharestate.ErrNone), nil
+	return precomputed(resp, sharestate.ErrNone), nil
 }
 
 // validSoftware reports whether ApiVersions names the client's software as Kafka requires (v3+).
@@ -53,7 +53,7 @@ func apiKey(a API) kmsg.ApiVersionsResponseApiKey {
 	return k
 }
 
-// answer serves a response computed in advance.
-func answer(resp kmsg.Response, code sharestate.ErrorCode) serveFunc {
+// precomputed serves a response computed in advance.
+func precomputed(resp kmsg.Response, code sharestate.ErrorCode) serveFunc {
 	return func(context.Context, sharestate.Store) (kmsg.Response, sharestate.ErrorCode) { return resp, code }
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
-// This file is the share-partition leader's SharePartition (spec §8, Kafka's SharePartition after
+// This file is the share-partition leader's SharePartition (semantics §8, Kafka's SharePartition after
 // KAFKA-17002): the in-flight records of one share group on one topic partition, loaded from the
 // persister and written back to it. There is no Kafka log here: the caller says where the log ends
 // and gets offsets to deliver.
@@ -29,7 +29,7 @@ func (k SharePartitionKey) String() string {
 	return fmt.Sprintf("%s/%s-%d", k.GroupID, k.TopicID, k.Partition)
 }
 
-// PartitionState is a SharePartition's life cycle (spec §8): EMPTY → INITIALIZING → ACTIVE, or
+// PartitionState is a SharePartition's life cycle (semantics §8): EMPTY → INITIALIZING → ACTIVE, or
 // INITIALIZING → FAILED; any state → FENCED.
 type PartitionState int8
 
@@ -278,7 +278,7 @@ func (sp *SharePartition) awaitInitialized(ctx context.Context, done <-chan stru
 	return sp.failure
 }
 
-// loadable checks a Read's answer (spec §8: a batch below the start offset, or ending before it
+// loadable checks a Read's answer (semantics §8: a batch below the start offset, or ending before it
 // begins, is invalid) and builds the record state from it.
 func (sp *SharePartition) loadable(res sharestate.ReadResult, logStart, logEnd int64) (inflight, *PartitionError) {
 	if err := checkStoredBatches(res.StartOffset, res.StateBatches); err != nil {

@@ -13,7 +13,7 @@ import (
 // AckType is how a member acknowledges records: Kafka's AcknowledgeType, with its wire values.
 type AckType int8
 
-// The acknowledge types (spec §8).
+// The acknowledge types (semantics §8).
 const (
 	// AckGap: the offsets are not records (a gap in the log): ARCHIVED.
 	AckGap AckType = 0

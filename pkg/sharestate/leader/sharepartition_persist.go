@@ -11,7 +11,7 @@ import (
 
 // This file is how a share-partition leader talks to the persister: one partition per call, retries
 // of the retriable codes, and the mapping of the persister's answers to what the leader tells its
-// clients (spec §3, §8).
+// clients (semantics §3, §8).
 
 // PartitionError is why a share-partition operation failed: the code the broker answers its client
 // with and, when the persister caused it, the persister's own code.
@@ -20,7 +20,7 @@ type PartitionError struct {
 	Code sharestate.ErrorCode
 	// Persister is the code the persister answered, or ErrNone when the failure is the leader's own.
 	Persister sharestate.ErrorCode
-	// Fenced says the share-partition is dead: another leader or a newer state took over (spec §8).
+	// Fenced says the share-partition is dead: another leader or a newer state took over (semantics §8).
 	Fenced bool
 	// Message says what happened.
 	Message string
@@ -37,7 +37,7 @@ func partitionErr(code sharestate.ErrorCode, format string, args ...any) *Partit
 	return &PartitionError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// persisterFailure maps a persister's error answer to the leader's outcome (spec §8): fencing codes
+// persisterFailure maps a persister's error answer to the leader's outcome (semantics §8): fencing codes
 // become NOT_LEADER_OR_FOLLOWER and fence the share-partition; an unknown topic partition or group
 // fences it too; the coordinator codes stay (retriable, not fenced); anything else is
 // UNKNOWN_SERVER_ERROR.
@@ -57,7 +57,7 @@ func persisterFailure(op string, res sharestate.PartitionResult) *PartitionError
 }
 
 // RetryPolicy spaces the calls of one persister operation that keeps being answered with a
-// retriable code (spec §3). calls is the number of calls made so far (1 after the first); the
+// retriable code (semantics §3). calls is the number of calls made so far (1 after the first); the
 // policy returns how long to wait before the next one, or false to give up and answer the last code.
 type RetryPolicy func(calls int) (wait time.Duration, again bool)
 

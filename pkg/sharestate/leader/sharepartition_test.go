@@ -10,7 +10,7 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
-// Unit tests of the SharePartition against fakeStore: one test per row of spec §8, named after it.
+// Unit tests of the SharePartition against fakeStore: one test per row of semantics §8, named after it.
 
 var splTopic = sharestate.TopicID{9, 9, 9}
 
@@ -153,7 +153,7 @@ func TestSharePartitionLifecycle(t *testing.T) {
 }
 
 // §8 states: INITIALIZING → FAILED on a read error or invalid stored batches; any state → FENCED
-// (spec §8's persister error mapping on Read). A FAILED or FENCED share-partition hands out nothing.
+// (semantics §8's persister error mapping on Read). A FAILED or FENCED share-partition hands out nothing.
 func TestSharePartitionInitializeFailures(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -358,7 +358,7 @@ func TestSharePartitionAutoOffsetReset(t *testing.T) {
 	}
 }
 
-// The broker limits' ranges (spec §8) are enforced.
+// The broker limits' ranges (semantics §8) are enforced.
 func TestSharePartitionOptionsRange(t *testing.T) {
 	bad := []SharePartitionOptions{
 		{MaxDeliveryCount: 1}, {MaxDeliveryCount: 11}, {MaxRecordLocks: 99}, {MaxRecordLocks: 10001}, {AutoOffsetReset: 2},

@@ -11,7 +11,7 @@ import (
 )
 
 // fakeStore is an in-memory persister for the share-partition leader's unit tests. It answers with
-// the sequential rules of rules.go (so fencing is exactly spec §4–§5), records every call, and can
+// the sequential rules of rules.go (so fencing is exactly semantics §4–§5), records every call, and can
 // be told to answer a partition's next calls with given codes, or to run a hook before a call.
 type fakeStore struct {
 	mu      sync.Mutex

@@ -16,7 +16,7 @@ import (
 
 // This file is the share-partition leader's manager (Kafka's SharePartitionManager): the cache of a
 // broker's SharePartitions and the fetch, acknowledge and release requests of its clients, answered
-// per partition (spec §8).
+// per partition (semantics §8).
 
 // ManagerOptions configure a Manager. Store and LeaderEpoch are required.
 type ManagerOptions struct {
@@ -98,7 +98,7 @@ func (m *Manager) Fetch(ctx context.Context, member string, req sharestate.Reque
 	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in FetchPartition) FetchResult {
 		key := SharePartitionKey{GroupID: req.GroupID, TopicID: topic, Partition: in.Partition}
 		records, err := m.fetch(ctx, key, member, in)
-		return FetchResult{PartitionResult: answer(key.Partition, err), Records: records}
+		return FetchResult{PartitionResult: resultOf(key.Partition, err), Records: records}
 	})
 }
 
@@ -129,7 +129,7 @@ func (m *Manager) Acknowledge(ctx context.Context, member string, req sharestate
 		if err == nil {
 			err = m.settle(sp, sp.Acknowledge(ctx, member, in.Batches))
 		}
-		return answer(key.Partition, err)
+		return resultOf(key.Partition, err)
 	})
 }
 
@@ -142,7 +142,7 @@ func (m *Manager) Release(ctx context.Context, member string, req sharestate.Req
 		if err == nil {
 			err = m.settle(sp, sp.Release(ctx, member))
 		}
-		return answer(key.Partition, err)
+		return resultOf(key.Partition, err)
 	})
 }
 
@@ -267,8 +267,8 @@ func (m *Manager) dropIfDead(sp *SharePartition) {
 
 func dead(s PartitionState) bool { return s == PartitionFenced || s == PartitionFailed }
 
-// answer is a partition's result for err.
-func answer(partition int32, err error) sharestate.PartitionResult {
+// resultOf is a partition's result for err.
+func resultOf(partition int32, err error) sharestate.PartitionResult {
 	if err == nil {
 		return sharestate.PartitionResult{Partition: partition}
 	}

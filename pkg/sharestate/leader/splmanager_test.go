@@ -10,7 +10,7 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
-// Unit tests of the Manager against fakeStore: the per-partition rows of spec §8.
+// Unit tests of the Manager against fakeStore: the per-partition rows of semantics §8.
 
 // leaders is the test's view of partition leadership: each partition's leader epoch (def unless
 // set), or not led.

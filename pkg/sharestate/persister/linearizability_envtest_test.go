@@ -6,7 +6,7 @@ package persister_test
 // epochs, raises leader epochs and deletes; porcupine then checks the recorded history, per
 // partition, against rules.go. An answer that says the store could not be reached, or that something
 // unexpected happened, may or may not have taken effect: the model allows both (checkLinearizable
-// says when). A last Read after quiescence makes every Write answered NONE count (spec §10.1).
+// says when). A last Read after quiescence makes every Write answered NONE count (semantics §10.1).
 
 import (
 	"cmp"

@@ -91,7 +91,7 @@ func isLeader(obj *sharestatev1.SharePartitionState, id Identity, leaderEpoch in
 		l.LeaderEpoch == leaderEpoch
 }
 
-// fencedPod refuses a Read or Write from the pod the operator fenced because it is gone (spec §9,
+// fencedPod refuses a Read or Write from the pod the operator fenced because it is gone (semantics §9,
 // status.fencedLeader): the same pod UID at a leader epoch no higher than the one it was fenced at.
 // Without it a terminating broker, told FENCED, would Read again, as Kafka's share-partition leader
 // does, and become the recorded leader once more. A leader epoch above the fenced one is a new

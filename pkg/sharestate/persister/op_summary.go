@@ -42,7 +42,7 @@ func (p *Persister) readSummary(ctx context.Context, group string, topic sharest
 	return summary
 }
 
-// checkKnown answers spec §6 for operations that check nothing else first.
+// checkKnown answers semantics §6 for operations that check nothing else first.
 func (p *Persister) checkKnown(ctx context.Context, group string, topic sharestate.TopicID, partition int32) sharestate.Outcome {
 	known, err := p.topology.known(ctx, group, topic, partition)
 	if err != nil {

@@ -76,7 +76,7 @@ func (p *Persister) commit(s *slot, ops []*pendingWrite) {
 
 // commitWrites applies the queued writes, in queue order, to the partition's state and stores the
 // result in one conditional status update. Each write is validated against the state the writes before
-// it left (spec §4), so a fenced write fails alone and the others go on.
+// it left (semantics §4), so a fenced write fails alone and the others go on.
 func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []sharestate.Outcome {
 	// The committer serves many callers; none of their contexts may cut it short.
 	ctx, cancel := p.operationContext(context.Background())
@@ -94,7 +94,7 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []sharestate.Outc
 			next, o := sharestate.ApplyWrite(current, w.req, w.known, p.opts.Limits)
 			if o.OK() {
 				// After the epoch checks: a fenced pod's write at its old state epoch is answered
-				// FENCED_STATE_EPOCH, as spec §9 says; one at the new state epoch is refused here.
+				// FENCED_STATE_EPOCH, as semantics §9 says; one at the new state epoch is refused here.
 				o = fencedPod(obj, p.opts.Identity, w.req.LeaderEpoch)
 			}
 			outcomes[i] = o

@@ -15,7 +15,7 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/fanout"
 )
 
-// Persister implements the share-state persister's five operations (spec §2) against
+// Persister implements the share-state persister's five operations (semantics §2) against
 // SharePartitionState objects. It is safe for concurrent use; several persisters (one per broker pod)
 // may serve the same partitions: every status write is conditional on the resourceVersion it was
 // computed from. Every operation answers per partition, in the request's order: one partition's error
@@ -47,30 +47,30 @@ func New(opts Options) (*Persister, error) {
 	return p, nil
 }
 
-// Initialize creates or resets the state of each partition (spec §5): a fresh state at a higher state
+// Initialize creates or resets the state of each partition (semantics §5): a fresh state at a higher state
 // epoch, nothing at an equal one. It creates the SharePartitionState, and the group's ShareGroup if
 // there is none, which then owns it.
 func (p *Persister) Initialize(ctx context.Context, req sharestate.InitializeRequest) sharestate.InitializeResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
 	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.InitializePartition) sharestate.PartitionResult {
-		return p.answer("initialize", in.Partition, p.initialize(ctx, req.GroupID, topic, in))
+		return p.counted("initialize", in.Partition, p.initialize(ctx, req.GroupID, topic, in))
 	})
 }
 
-// Read returns each partition's state (spec §5), first storing a higher leader epoch, which fences
+// Read returns each partition's state (semantics §5), first storing a higher leader epoch, which fences
 // older leaders, and recording this persister's broker as the leader.
 func (p *Persister) Read(ctx context.Context, req sharestate.ReadRequest) sharestate.ReadResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
 	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadPartition) sharestate.ReadResult {
 		res := p.read(ctx, req.GroupID, topic, in)
-		res.PartitionResult = p.answer("read", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
+		res.PartitionResult = p.counted("read", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
 		return res
 	})
 }
 
-// Write combines each partition's new state batches into its stored state (spec §5, §7). Writes of one
+// Write combines each partition's new state batches into its stored state (semantics §5, §7). Writes of one
 // partition that arrive while an update of it is in flight go together into the next update.
 func (p *Persister) Write(ctx context.Context, req sharestate.WriteRequest) sharestate.WriteResponse {
 	ctx, cancel := p.operationContext(ctx)
@@ -79,7 +79,7 @@ func (p *Persister) Write(ctx context.Context, req sharestate.WriteRequest) shar
 		start := time.Now()
 		o := p.write(ctx, req.GroupID, topic, in)
 		p.metrics.writeDuration.Observe(time.Since(start).Seconds())
-		return p.answer("write", in.Partition, o)
+		return p.counted("write", in.Partition, o)
 	})
 }
 
@@ -88,24 +88,24 @@ func (p *Persister) Delete(ctx context.Context, req sharestate.DeleteRequest) sh
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
 	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.DeletePartition) sharestate.PartitionResult {
-		return p.answer("delete", in.Partition, p.delete(ctx, req.GroupID, topic, in))
+		return p.counted("delete", in.Partition, p.delete(ctx, req.GroupID, topic, in))
 	})
 }
 
 // ReadSummary returns each partition's epochs, start offset and delivery-complete count; a partition
-// with no state is not an error (spec §5). It never writes.
+// with no state is not an error (semantics §5). It never writes.
 func (p *Persister) ReadSummary(ctx context.Context, req sharestate.ReadSummaryRequest) sharestate.ReadSummaryResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
 	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadSummaryPartition) sharestate.ReadSummaryResult {
 		res := p.readSummary(ctx, req.GroupID, topic, in)
-		res.PartitionResult = p.answer("read_summary", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
+		res.PartitionResult = p.counted("read_summary", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
 		return res
 	})
 }
 
-// answer counts the outcome and makes it a partition's result.
-func (p *Persister) answer(op string, partition int32, o sharestate.Outcome) sharestate.PartitionResult {
+// counted counts the outcome and makes it a partition's result.
+func (p *Persister) counted(op string, partition int32, o sharestate.Outcome) sharestate.PartitionResult {
 	p.metrics.operation(op, o.Code)
 	return sharestate.PartitionResult{Partition: partition, ErrorCode: o.Code, ErrorMessage: o.Message}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
-// The leader-epoch fence survives a reset (spec §5): a leader fenced before an Initialize at a higher
+// The leader-epoch fence survives a reset (semantics §5): a leader fenced before an Initialize at a higher
 // state epoch stays fenced after it, and only Delete starts the leader epoch from 0 again.
 func TestLeaderFenceSurvivesReset(t *testing.T) {
 	testenv.Require(t, env)
@@ -34,7 +34,7 @@ func TestLeaderFenceSurvivesReset(t *testing.T) {
 	expectCode(t, "read at leader epoch 1 after delete", read(t, p, "g", 0, 1).PartitionResult, sharestate.ErrNone)
 }
 
-// No Initialize may leave the state epoch where the operator could not fence it (spec §5, §9).
+// No Initialize may leave the state epoch where the operator could not fence it (semantics §5, §9).
 func TestInitializeLeavesRoomForAFence(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)

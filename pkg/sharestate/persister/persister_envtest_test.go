@@ -70,7 +70,7 @@ func TestInitialize(t *testing.T) {
 	expectCode(t, "initialize at an older epoch", initialize(t, p, "Orders.EU", 0, 1, 0), sharestate.ErrFencedStateEpoch)
 
 	// A higher state epoch resets everything, the start offset included, even downwards; the leader
-	// epoch alone survives (spec §5).
+	// epoch alone survives (semantics §5).
 	expectCode(t, "reset", initialize(t, p, "Orders.EU", 0, 3, -1), sharestate.ErrNone)
 	s := summary(t, p, "Orders.EU", 0)
 	if s.StateEpoch != 3 || s.LeaderEpoch != 1 || s.StartOffset != -1 || s.DeliveryCompleteCount != -1 {

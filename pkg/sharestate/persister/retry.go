@@ -70,7 +70,7 @@ func (b *backoff) wait(ctx context.Context) bool {
 	}
 }
 
-// unavailable is the answer when the API server could not be reached in time (spec §3: retriable).
+// unavailable is the answer when the API server could not be reached in time (semantics §3: retriable).
 func unavailable(err error) sharestate.Outcome {
 	return sharestate.Fail(sharestate.ErrCoordinatorNotAvailable, "the Kubernetes API is not available: %v", err)
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// What the persister does with each kind of API failure: spec §3's retriable errors come from the
+// What the persister does with each kind of API failure: semantics §3's retriable errors come from the
 // classes retried here.
 func TestClassify(t *testing.T) {
 	gr := schema.GroupResource{Group: "sharestate.dev", Resource: "sharepartitionstates"}

@@ -25,7 +25,7 @@ type slot struct {
 // pendingWrite is one partition's Write waiting in a slot's queue.
 type pendingWrite struct {
 	req   sharestate.WritePartition
-	known bool                    // spec §6, looked up before queueing
+	known bool                    // semantics §6, looked up before queueing
 	done  chan sharestate.Outcome // buffered: the committer never blocks on a caller that left
 }
 

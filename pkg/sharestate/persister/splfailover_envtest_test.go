@@ -31,7 +31,7 @@ func failoverManager(t *testing.T, p *persister.Persister, leaderEpoch int32) *l
 }
 
 // deliveries follows, per offset, how often it was delivered and whether its delivery completed
-// (acknowledged or rejected, answered NONE), to check spec §10.5 across failovers.
+// (acknowledged or rejected, answered NONE), to check semantics §10.5 across failovers.
 type deliveries struct {
 	t         *testing.T
 	delivered map[int64]int
@@ -91,7 +91,7 @@ func wantOffsets(t *testing.T, what string, got []int64, first, last int64) {
 	}
 }
 
-// Two brokers, each with its own persister, lead one share-partition in turn (spec §8, §9, §10.5).
+// Two brokers, each with its own persister, lead one share-partition in turn (semantics §8, §9, §10.5).
 // Broker 2's Read with a higher leader epoch takes over: broker 1's next acknowledgement is answered
 // NOT_LEADER_OR_FOLLOWER and its share-partition is fenced and dropped. Then the operator fences
 // broker 2's state epoch: its next acknowledgement is refused the same way, and its next fetch

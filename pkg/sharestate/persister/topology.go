@@ -10,7 +10,7 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
-// topology answers spec §6: is a topic partition known to its share group? A group's ShareGroup (found
+// topology answers semantics §6: is a topic partition known to its share group? A group's ShareGroup (found
 // by group id, see findShareGroup) may declare its topics with their partition counts; where it
 // declares none, or does not exist, every partition is known. Declarations are read at most once per TTL per group, so the steady-state
 // write path does not read the ShareGroup.
