@@ -83,10 +83,7 @@ func (k *kafka) read(group string, partition, leaderEpoch int32) kmsg.ReadShareG
 
 func (k *kafka) write(group string, p kmsg.WriteShareGroupStateRequestTopicPartition) kmsg.WriteShareGroupStateResponseTopicPartition {
 	k.t.Helper()
-	req := kmsg.NewPtrWriteShareGroupStateRequest()
-	req.GroupID = group
-	req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: topicA, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{p}}}
-	topics := k.request(req).(*kmsg.WriteShareGroupStateResponse).Topics
+	topics := k.request(writeRequestOf(group, p)).(*kmsg.WriteShareGroupStateResponse).Topics
 	k.one(len(topics), func() int { return len(topics[0].Partitions) })
 	return topics[0].Partitions[0]
 }
@@ -122,6 +119,14 @@ func (k *kafka) one(topics int, partitions func() int) {
 	if n := partitions(); n != 1 {
 		k.t.Fatalf("%d partitions answered, want 1", n)
 	}
+}
+
+// writeRequestOf is a Write request of one partition of topicA.
+func writeRequestOf(group string, p kmsg.WriteShareGroupStateRequestTopicPartition) *kmsg.WriteShareGroupStateRequest {
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.GroupID = group
+	req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: topicA, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{p}}}
+	return req
 }
 
 // writeOf is a Write of one partition.

@@ -86,14 +86,16 @@ func TestPipelining(t *testing.T) {
 		var req kmsg.Request
 		switch i % 3 {
 		case 0:
-			w := kafkawire.WriteRequestToKmsg(sharestate.WriteRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.WritePartition]{{TopicID: topicA,
-				Partitions: []sharestate.WritePartition{{Partition: int32(i % 4), StateEpoch: 1, LeaderEpoch: 1, StartOffset: -1, DeliveryCompleteCount: int32(i),
-					StateBatches: []sharestate.StateBatch{{FirstOffset: int64(i), LastOffset: int64(i), DeliveryState: 2, DeliveryCount: 1}}}}}}})
+			part := writeOf(1, 1, -1, int32(i), batch{first: int64(i), last: int64(i), state: 2, count: 1})
+			part.Partition = int32(i % 4)
+			w := writeRequestOf("g", part)
 			w.Version = 1
 			req = w
 		case 1:
-			sum := kafkawire.ReadSummaryRequestToKmsg(sharestate.ReadSummaryRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.ReadSummaryPartition]{{TopicID: topicA,
-				Partitions: []sharestate.ReadSummaryPartition{{Partition: int32(i % 4)}}}}})
+			sum := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+			sum.GroupID = "g"
+			sum.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: topicA,
+				Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: int32(i % 4)}}}}
 			sum.Version = 1
 			req = sum
 		default:
@@ -134,8 +136,7 @@ func TestOversizedRequestsAndGarbage(t *testing.T) {
 	k := newKafka(t, s.addr)
 	expectCode(t, "summary", k.summary("g", 0, 0).ErrorCode, nil, errNone)
 
-	big := kafkawire.WriteRequestToKmsg(sharestate.WriteRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.WritePartition]{{TopicID: topicA,
-		Partitions: []sharestate.WritePartition{{StateBatches: make([]sharestate.StateBatch, 4000)}}}}})
+	big := writeRequestOf("g", writeOf(0, 0, -1, -1, make([]batch, 4000)...))
 	big.Version = 1
 	oversized := kmsg.NewRequestFormatter().AppendRequest(nil, big, 1)
 	c := dial(t, s.addr)

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
@@ -195,23 +194,6 @@ func (c *wireConn) readLoop() {
 		}
 		p.done <- body
 	}
-}
-
-// responseBody checks a response's header (correlation id, then tagged fields when flexible) and
-// returns what follows it.
-func responseBody(frame []byte, corrID int32, flexible bool) ([]byte, error) {
-	b := kbin.Reader{Src: frame}
-	got := b.Int32()
-	if flexible {
-		kmsg.SkipTags(&b)
-	}
-	if !b.Ok() {
-		return nil, errors.New("kafkawire: a response too short for its header")
-	}
-	if got != corrID {
-		return nil, fmt.Errorf("kafkawire: response to correlation id %d where %d was next: the stream is out of order", got, corrID)
-	}
-	return b.Src, nil
 }
 
 // clientSoftware is what the handshake tells the sidecar about this client (KIP-511); both fields

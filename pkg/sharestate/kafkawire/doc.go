@@ -1,8 +1,9 @@
 // Package kafkawire carries the share-state persister's five operations over Kafka's wire protocol
-// (API keys 83–87, semantics §2): the conversions between franz-go's kmsg messages and the sharestate
-// types, which the sidecar's server and this package's client share, the framing both sides read,
-// the table of API versions they speak, and Client, a sharestate.Store that reaches a sidecar over
-// TCP.
+// (API keys 83–87, semantics §2), both ways: Server answers them from any sharestate.Store (the
+// sidecar gives it the Kubernetes-backed persister), and Client is a sharestate.Store that reaches
+// such a server over TCP. One table describes the five operations for both (ops.go: API key, kmsg
+// types, conversions, the Store method); headers (header.go) and frames (frame.go) are written once;
+// apis.go holds the versions spoken. It imports nothing of Kubernetes.
 //
-// The encodings themselves are kmsg's; nothing here writes a message field by hand.
+// The encodings themselves are franz-go's kmsg; nothing here writes a message field by hand.
 package kafkawire

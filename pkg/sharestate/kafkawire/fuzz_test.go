@@ -17,11 +17,11 @@ var fuzzRequest = sharestate.WriteRequest{GroupID: "g", Topics: []sharestate.Top
 // version it speaks: the header check, kmsg's decoder, the conversion and the alignment to the
 // request. None may panic, and an aligned answer always has the request's shape.
 func FuzzResponse(f *testing.F) {
-	ok := WriteResponseToKmsg(sharestate.WriteResponse{Topics: []sharestate.TopicData[sharestate.PartitionResult]{
+	ok := writeResponseToKmsg(sharestate.WriteResponse{Topics: []sharestate.TopicData[sharestate.PartitionResult]{
 		{TopicID: topicA, Partitions: []sharestate.PartitionResult{{Partition: 1, ErrorCode: 74, ErrorMessage: "m"}}},
 	}})
 	f.Add(KeyWriteShareGroupState, int16(1), append([]byte{0, 0, 0, 1, 0}, ok.AppendTo(nil)...))
-	read := ReadResponseToKmsg(sharestate.ReadResponse{Topics: []sharestate.TopicData[sharestate.ReadResult]{
+	read := readResponseToKmsg(sharestate.ReadResponse{Topics: []sharestate.TopicData[sharestate.ReadResult]{
 		{TopicID: topicA, Partitions: []sharestate.ReadResult{{StateBatches: []sharestate.StateBatch{{LastOffset: 4}}}}},
 	}})
 	f.Add(KeyReadShareGroupState, int16(0), append([]byte{0, 0, 0, 1, 0}, read.AppendTo(nil)...))
@@ -67,14 +67,14 @@ func decodeAny(t *testing.T, key, version int16, body []byte) {
 	}
 }
 
-func decodeAligned[P, R any](t *testing.T, op operation[P, R], version int16, body []byte, req sharestate.Request[P]) {
-	kreq := op.encode(req)
+func decodeAligned[K kmsg.Request, P, R any](t *testing.T, op operation[K, P, R], version int16, body []byte, req sharestate.Request[P]) {
+	kreq := op.requestToKmsg(req)
 	kreq.SetVersion(version)
 	resp := kreq.ResponseKind()
 	if resp.ReadFrom(body) != nil {
 		return
 	}
-	got := align(op, req, op.decode(resp))
+	got := align(op, req, op.responseFromKmsg(resp))
 	if len(got.Topics) != len(req.Topics) {
 		t.Fatalf("%d topics answered for %d asked", len(got.Topics), len(req.Topics))
 	}
@@ -83,7 +83,7 @@ func decodeAligned[P, R any](t *testing.T, op operation[P, R], version int16, bo
 			t.Fatalf("topic %d: %d partitions answered for %d asked", i, len(got.Topics[i].Partitions), len(topic.Partitions))
 		}
 		for j, p := range topic.Partitions {
-			if op.resultPart(got.Topics[i].Partitions[j]) != op.inputPart(p) {
+			if op.outcome(got.Topics[i].Partitions[j]).Partition != op.inputPart(p) {
 				t.Fatalf("topic %d answer %d is for another partition", i, j)
 			}
 		}

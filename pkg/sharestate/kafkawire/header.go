@@ -3,10 +3,15 @@ package kafkawire
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// This file is Kafka's request and response headers, both ways: the server parses request headers
+// and appends response headers; the client's requests are framed by kmsg's RequestFormatter and
+// their responses' headers checked here. Frames themselves are in frame.go.
 
 // requestHeader is Kafka's request header: v1 (key, version, correlation id, client id), or v2, which
 // adds tagged fields, for the flexible versions of an API.
@@ -66,4 +71,21 @@ func appendResponse(dst []byte, h requestHeader, resp kmsg.Response) []byte {
 	dst = resp.AppendTo(dst)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
+}
+
+// responseBody checks a response's header (correlation id, then tagged fields when flexible) and
+// returns what follows it.
+func responseBody(frame []byte, corrID int32, flexible bool) ([]byte, error) {
+	b := kbin.Reader{Src: frame}
+	got := b.Int32()
+	if flexible {
+		kmsg.SkipTags(&b)
+	}
+	if !b.Ok() {
+		return nil, errors.New("kafkawire: a response too short for its header")
+	}
+	if got != corrID {
+		return nil, fmt.Errorf("kafkawire: response to correlation id %d where %d was next: the stream is out of order", got, corrID)
+	}
+	return b.Src, nil
 }

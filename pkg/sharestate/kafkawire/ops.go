@@ -9,78 +9,144 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
-// operation describes one of the five operations to the client's generic call path: its API key and
-// how to convert its request and response, and to name the partition of an input or a result.
-type operation[P, R any] struct {
-	key       int16
-	encode    func(sharestate.Request[P]) kmsg.Request
-	decode    func(kmsg.Response) sharestate.Response[R]
+// operation is one of the five share-state operations as both ends of the wire see it, the one
+// description the client and the server share: its API key; kmsg's request type K and the
+// conversions of request and response both ways; the Store method the server calls; and how a
+// partition is named in an input P and in a result R.
+type operation[K kmsg.Request, P, R any] struct {
+	key        int16
+	newRequest func() K
+	call       func(sharestate.Store, context.Context, sharestate.Request[P]) sharestate.Response[R]
+
+	requestToKmsg    func(sharestate.Request[P]) K
+	requestFromKmsg  func(K) sharestate.Request[P]
+	responseToKmsg   func(sharestate.Response[R]) kmsg.Response
+	responseFromKmsg func(kmsg.Response) sharestate.Response[R]
+
 	inputPart func(P) int32
-	// result builds a partition's answer that carries only an outcome.
-	result     func(sharestate.PartitionResult) R
-	resultPart func(R) int32
+	// outcome is a result's partition and error; result builds a result that carries only that.
+	outcome func(R) sharestate.PartitionResult
+	result  func(sharestate.PartitionResult) R
 }
 
 func plainResult(r sharestate.PartitionResult) sharestate.PartitionResult { return r }
-func plainPart(r sharestate.PartitionResult) int32                        { return r.Partition }
 
-var initializeOp = operation[sharestate.InitializePartition, sharestate.PartitionResult]{
-	key:    KeyInitializeShareGroupState,
-	encode: func(r sharestate.InitializeRequest) kmsg.Request { return InitializeRequestToKmsg(r) },
-	decode: func(k kmsg.Response) sharestate.InitializeResponse {
-		return InitializeResponseFromKmsg(k.(*kmsg.InitializeShareGroupStateResponse))
+var initializeOp = operation[*kmsg.InitializeShareGroupStateRequest, sharestate.InitializePartition, sharestate.PartitionResult]{
+	key:             KeyInitializeShareGroupState,
+	newRequest:      kmsg.NewPtrInitializeShareGroupStateRequest,
+	call:            sharestate.Store.Initialize,
+	requestToKmsg:   initializeRequestToKmsg,
+	requestFromKmsg: initializeRequestFromKmsg,
+	responseToKmsg:  func(r sharestate.InitializeResponse) kmsg.Response { return initializeResponseToKmsg(r) },
+	responseFromKmsg: func(k kmsg.Response) sharestate.InitializeResponse {
+		return initializeResponseFromKmsg(k.(*kmsg.InitializeShareGroupStateResponse))
 	},
-	inputPart:  func(p sharestate.InitializePartition) int32 { return p.Partition },
-	result:     plainResult,
-	resultPart: plainPart,
+	inputPart: func(p sharestate.InitializePartition) int32 { return p.Partition },
+	outcome:   plainResult,
+	result:    plainResult,
 }
 
-var readOp = operation[sharestate.ReadPartition, sharestate.ReadResult]{
-	key:    KeyReadShareGroupState,
-	encode: func(r sharestate.ReadRequest) kmsg.Request { return ReadRequestToKmsg(r) },
-	decode: func(k kmsg.Response) sharestate.ReadResponse {
-		return ReadResponseFromKmsg(k.(*kmsg.ReadShareGroupStateResponse))
+var readOp = operation[*kmsg.ReadShareGroupStateRequest, sharestate.ReadPartition, sharestate.ReadResult]{
+	key:             KeyReadShareGroupState,
+	newRequest:      kmsg.NewPtrReadShareGroupStateRequest,
+	call:            sharestate.Store.Read,
+	requestToKmsg:   readRequestToKmsg,
+	requestFromKmsg: readRequestFromKmsg,
+	responseToKmsg:  func(r sharestate.ReadResponse) kmsg.Response { return readResponseToKmsg(r) },
+	responseFromKmsg: func(k kmsg.Response) sharestate.ReadResponse {
+		return readResponseFromKmsg(k.(*kmsg.ReadShareGroupStateResponse))
 	},
 	inputPart: func(p sharestate.ReadPartition) int32 { return p.Partition },
+	outcome:   func(r sharestate.ReadResult) sharestate.PartitionResult { return r.PartitionResult },
 	result: func(r sharestate.PartitionResult) sharestate.ReadResult {
 		return sharestate.ReadResult{PartitionResult: r, StartOffset: -1}
 	},
-	resultPart: func(r sharestate.ReadResult) int32 { return r.Partition },
 }
 
-var writeOp = operation[sharestate.WritePartition, sharestate.PartitionResult]{
-	key:    KeyWriteShareGroupState,
-	encode: func(r sharestate.WriteRequest) kmsg.Request { return WriteRequestToKmsg(r) },
-	decode: func(k kmsg.Response) sharestate.WriteResponse {
-		return WriteResponseFromKmsg(k.(*kmsg.WriteShareGroupStateResponse))
+var writeOp = operation[*kmsg.WriteShareGroupStateRequest, sharestate.WritePartition, sharestate.PartitionResult]{
+	key:             KeyWriteShareGroupState,
+	newRequest:      kmsg.NewPtrWriteShareGroupStateRequest,
+	call:            sharestate.Store.Write,
+	requestToKmsg:   writeRequestToKmsg,
+	requestFromKmsg: writeRequestFromKmsg,
+	responseToKmsg:  func(r sharestate.WriteResponse) kmsg.Response { return writeResponseToKmsg(r) },
+	responseFromKmsg: func(k kmsg.Response) sharestate.WriteResponse {
+		return writeResponseFromKmsg(k.(*kmsg.WriteShareGroupStateResponse))
 	},
-	inputPart:  func(p sharestate.WritePartition) int32 { return p.Partition },
-	result:     plainResult,
-	resultPart: plainPart,
+	inputPart: func(p sharestate.WritePartition) int32 { return p.Partition },
+	outcome:   plainResult,
+	result:    plainResult,
 }
 
-var deleteOp = operation[sharestate.DeletePartition, sharestate.PartitionResult]{
-	key:    KeyDeleteShareGroupState,
-	encode: func(r sharestate.DeleteRequest) kmsg.Request { return DeleteRequestToKmsg(r) },
-	decode: func(k kmsg.Response) sharestate.DeleteResponse {
-		return DeleteResponseFromKmsg(k.(*kmsg.DeleteShareGroupStateResponse))
+var deleteOp = operation[*kmsg.DeleteShareGroupStateRequest, sharestate.DeletePartition, sharestate.PartitionResult]{
+	key:             KeyDeleteShareGroupState,
+	newRequest:      kmsg.NewPtrDeleteShareGroupStateRequest,
+	call:            sharestate.Store.Delete,
+	requestToKmsg:   deleteRequestToKmsg,
+	requestFromKmsg: deleteRequestFromKmsg,
+	responseToKmsg:  func(r sharestate.DeleteResponse) kmsg.Response { return deleteResponseToKmsg(r) },
+	responseFromKmsg: func(k kmsg.Response) sharestate.DeleteResponse {
+		return deleteResponseFromKmsg(k.(*kmsg.DeleteShareGroupStateResponse))
 	},
-	inputPart:  func(p sharestate.DeletePartition) int32 { return p.Partition },
-	result:     plainResult,
-	resultPart: plainPart,
+	inputPart: func(p sharestate.DeletePartition) int32 { return p.Partition },
+	outcome:   plainResult,
+	result:    plainResult,
 }
 
-var readSummaryOp = operation[sharestate.ReadSummaryPartition, sharestate.ReadSummaryResult]{
-	key:    KeyReadShareGroupStateSummary,
-	encode: func(r sharestate.ReadSummaryRequest) kmsg.Request { return ReadSummaryRequestToKmsg(r) },
-	decode: func(k kmsg.Response) sharestate.ReadSummaryResponse {
-		return ReadSummaryResponseFromKmsg(k.(*kmsg.ReadShareGroupStateSummaryResponse))
+var readSummaryOp = operation[*kmsg.ReadShareGroupStateSummaryRequest, sharestate.ReadSummaryPartition, sharestate.ReadSummaryResult]{
+	key:             KeyReadShareGroupStateSummary,
+	newRequest:      kmsg.NewPtrReadShareGroupStateSummaryRequest,
+	call:            sharestate.Store.ReadSummary,
+	requestToKmsg:   readSummaryRequestToKmsg,
+	requestFromKmsg: readSummaryRequestFromKmsg,
+	responseToKmsg:  func(r sharestate.ReadSummaryResponse) kmsg.Response { return readSummaryResponseToKmsg(r) },
+	responseFromKmsg: func(k kmsg.Response) sharestate.ReadSummaryResponse {
+		return readSummaryResponseFromKmsg(k.(*kmsg.ReadShareGroupStateSummaryResponse))
 	},
 	inputPart: func(p sharestate.ReadSummaryPartition) int32 { return p.Partition },
+	outcome:   func(r sharestate.ReadSummaryResult) sharestate.PartitionResult { return r.PartitionResult },
 	result: func(r sharestate.PartitionResult) sharestate.ReadSummaryResult {
 		return sharestate.ReadSummaryResult{PartitionResult: r, StartOffset: -1, DeliveryCompleteCount: -1}
 	},
-	resultPart: func(r sharestate.ReadSummaryResult) int32 { return r.Partition },
+}
+
+// serverOps are the operations the server decodes, by API key.
+var serverOps = map[int16]decoder{
+	KeyInitializeShareGroupState:  initializeOp,
+	KeyReadShareGroupState:        readOp,
+	KeyWriteShareGroupState:       writeOp,
+	KeyDeleteShareGroupState:      deleteOp,
+	KeyReadShareGroupStateSummary: readSummaryOp,
+}
+
+// decode decodes the body of a request now, on the connection's reader, so that a malformed request
+// is refused before anything after it is read; the store is called later, concurrently with other
+// requests.
+func (op operation[K, P, R]) decode(version int16, body []byte) (serveFunc, error) {
+	k := op.newRequest()
+	k.SetVersion(version)
+	if err := k.ReadFrom(body); err != nil {
+		return nil, err
+	}
+	req := op.requestFromKmsg(k)
+	return func(ctx context.Context, store sharestate.Store) (kmsg.Response, sharestate.ErrorCode) {
+		out := op.call(store, ctx, req)
+		resp := op.responseToKmsg(out)
+		resp.SetVersion(version)
+		return resp, op.firstError(out)
+	}, nil
+}
+
+// firstError is a response's outcome for the metrics: the first partition error, or NONE.
+func (op operation[K, P, R]) firstError(resp sharestate.Response[R]) sharestate.ErrorCode {
+	for _, t := range resp.Topics {
+		for _, r := range t.Partitions {
+			if c := op.outcome(r).ErrorCode; c != sharestate.ErrNone {
+				return c
+			}
+		}
+	}
+	return sharestate.ErrNone
 }
 
 // Initialize sends InitializeShareGroupState (semantics §2).
@@ -111,20 +177,20 @@ func (c *Client) ReadSummary(ctx context.Context, req sharestate.ReadSummaryRequ
 }
 
 // call does one operation over the wire and answers every partition of req, in req's order.
-func call[P, R any](ctx context.Context, c *Client, op operation[P, R], req sharestate.Request[P]) sharestate.Response[R] {
+func call[K kmsg.Request, P, R any](ctx context.Context, c *Client, op operation[K, P, R], req sharestate.Request[P]) sharestate.Response[R] {
 	kresp, err := c.exchange(ctx, op.key, func(version int16) kmsg.Request {
-		kreq := op.encode(req)
+		kreq := op.requestToKmsg(req)
 		kreq.SetVersion(version)
 		return kreq
 	})
 	if err != nil {
 		return answerAll(op, req, sharestate.PartitionResult{ErrorCode: codeOf(err), ErrorMessage: err.Error()})
 	}
-	return align(op, req, op.decode(kresp))
+	return align(op, req, op.responseFromKmsg(kresp))
 }
 
 // answerAll answers every partition of req with the same outcome.
-func answerAll[P, R any](op operation[P, R], req sharestate.Request[P], outcome sharestate.PartitionResult) sharestate.Response[R] {
+func answerAll[K kmsg.Request, P, R any](op operation[K, P, R], req sharestate.Request[P], outcome sharestate.PartitionResult) sharestate.Response[R] {
 	resp := sharestate.Response[R]{Topics: make([]sharestate.TopicData[R], len(req.Topics))}
 	for i, t := range req.Topics {
 		parts := make([]R, len(t.Partitions))
@@ -142,7 +208,7 @@ func answerAll[P, R any](op operation[P, R], req sharestate.Request[P], outcome 
 // which is what a Store promises. The sidecar answers that way already, and then resp is returned as
 // it is; from any other server, answers are matched by topic and partition, and a partition left
 // unanswered is an UNKNOWN_SERVER_ERROR rather than a silent gap.
-func align[P, R any](op operation[P, R], req sharestate.Request[P], resp sharestate.Response[R]) sharestate.Response[R] {
+func align[K kmsg.Request, P, R any](op operation[K, P, R], req sharestate.Request[P], resp sharestate.Response[R]) sharestate.Response[R] {
 	if sameShape(op, req, resp) {
 		return resp
 	}
@@ -153,7 +219,7 @@ func align[P, R any](op operation[P, R], req sharestate.Request[P], resp sharest
 	answers := map[key]R{}
 	for _, t := range resp.Topics {
 		for _, r := range t.Partitions {
-			answers[key{t.TopicID, op.resultPart(r)}] = r
+			answers[key{t.TopicID, op.outcome(r).Partition}] = r
 		}
 	}
 	out := sharestate.Response[R]{Topics: make([]sharestate.TopicData[R], len(req.Topics))}
@@ -172,7 +238,7 @@ func align[P, R any](op operation[P, R], req sharestate.Request[P], resp sharest
 	return out
 }
 
-func sameShape[P, R any](op operation[P, R], req sharestate.Request[P], resp sharestate.Response[R]) bool {
+func sameShape[K kmsg.Request, P, R any](op operation[K, P, R], req sharestate.Request[P], resp sharestate.Response[R]) bool {
 	if len(req.Topics) != len(resp.Topics) {
 		return false
 	}
@@ -182,7 +248,7 @@ func sameShape[P, R any](op operation[P, R], req sharestate.Request[P], resp sha
 			return false
 		}
 		for j, p := range t.Partitions {
-			if op.resultPart(rt.Partitions[j]) != op.inputPart(p) {
+			if op.outcome(rt.Partitions[j]).Partition != op.inputPart(p) {
 				return false
 			}
 		}

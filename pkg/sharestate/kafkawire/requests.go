@@ -27,8 +27,8 @@ func topicsFromKmsg[KT, KP, P any](topics []KT, split func(*KT) ([16]byte, []KP)
 	return out
 }
 
-// InitializeRequestFromKmsg converts a decoded InitializeShareGroupState request.
-func InitializeRequestFromKmsg(k *kmsg.InitializeShareGroupStateRequest) sharestate.InitializeRequest {
+// initializeRequestFromKmsg converts a decoded InitializeShareGroupState request.
+func initializeRequestFromKmsg(k *kmsg.InitializeShareGroupStateRequest) sharestate.InitializeRequest {
 	return sharestate.InitializeRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.InitializeShareGroupStateRequestTopic) ([16]byte, []kmsg.InitializeShareGroupStateRequestTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -38,8 +38,8 @@ func InitializeRequestFromKmsg(k *kmsg.InitializeShareGroupStateRequest) sharest
 		})}
 }
 
-// InitializeRequestToKmsg converts an Initialize request for the wire.
-func InitializeRequestToKmsg(req sharestate.InitializeRequest) *kmsg.InitializeShareGroupStateRequest {
+// initializeRequestToKmsg converts an Initialize request for the wire.
+func initializeRequestToKmsg(req sharestate.InitializeRequest) *kmsg.InitializeShareGroupStateRequest {
 	k := kmsg.NewPtrInitializeShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.InitializeShareGroupStateRequestTopic, len(req.Topics))
@@ -57,8 +57,8 @@ func InitializeRequestToKmsg(req sharestate.InitializeRequest) *kmsg.InitializeS
 	return k
 }
 
-// ReadRequestFromKmsg converts a decoded ReadShareGroupState request.
-func ReadRequestFromKmsg(k *kmsg.ReadShareGroupStateRequest) sharestate.ReadRequest {
+// readRequestFromKmsg converts a decoded ReadShareGroupState request.
+func readRequestFromKmsg(k *kmsg.ReadShareGroupStateRequest) sharestate.ReadRequest {
 	return sharestate.ReadRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.ReadShareGroupStateRequestTopic) ([16]byte, []kmsg.ReadShareGroupStateRequestTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -68,8 +68,8 @@ func ReadRequestFromKmsg(k *kmsg.ReadShareGroupStateRequest) sharestate.ReadRequ
 		})}
 }
 
-// ReadRequestToKmsg converts a Read request for the wire.
-func ReadRequestToKmsg(req sharestate.ReadRequest) *kmsg.ReadShareGroupStateRequest {
+// readRequestToKmsg converts a Read request for the wire.
+func readRequestToKmsg(req sharestate.ReadRequest) *kmsg.ReadShareGroupStateRequest {
 	k := kmsg.NewPtrReadShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.ReadShareGroupStateRequestTopic, len(req.Topics))
@@ -87,9 +87,9 @@ func ReadRequestToKmsg(req sharestate.ReadRequest) *kmsg.ReadShareGroupStateRequ
 	return k
 }
 
-// WriteRequestFromKmsg converts a decoded WriteShareGroupState request. A v0 request carries no
+// writeRequestFromKmsg converts a decoded WriteShareGroupState request. A v0 request carries no
 // delivery-complete count: kmsg's default, -1 ("unknown"), stands for it.
-func WriteRequestFromKmsg(k *kmsg.WriteShareGroupStateRequest) sharestate.WriteRequest {
+func writeRequestFromKmsg(k *kmsg.WriteShareGroupStateRequest) sharestate.WriteRequest {
 	return sharestate.WriteRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.WriteShareGroupStateRequestTopic) ([16]byte, []kmsg.WriteShareGroupStateRequestTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -116,9 +116,9 @@ func writeBatchesFromKmsg(in []kmsg.WriteShareGroupStateRequestTopicPartitionSta
 	return out
 }
 
-// WriteRequestToKmsg converts a Write request for the wire. Sent as v0, the delivery-complete count
+// writeRequestToKmsg converts a Write request for the wire. Sent as v0, the delivery-complete count
 // is not encoded (the sidecar then keeps the stored one).
-func WriteRequestToKmsg(req sharestate.WriteRequest) *kmsg.WriteShareGroupStateRequest {
+func writeRequestToKmsg(req sharestate.WriteRequest) *kmsg.WriteShareGroupStateRequest {
 	k := kmsg.NewPtrWriteShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.WriteShareGroupStateRequestTopic, len(req.Topics))
@@ -149,8 +149,8 @@ func writeBatchesToKmsg(in []sharestate.StateBatch) []kmsg.WriteShareGroupStateR
 	return out
 }
 
-// DeleteRequestFromKmsg converts a decoded DeleteShareGroupState request.
-func DeleteRequestFromKmsg(k *kmsg.DeleteShareGroupStateRequest) sharestate.DeleteRequest {
+// deleteRequestFromKmsg converts a decoded DeleteShareGroupState request.
+func deleteRequestFromKmsg(k *kmsg.DeleteShareGroupStateRequest) sharestate.DeleteRequest {
 	return sharestate.DeleteRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.DeleteShareGroupStateRequestTopic) ([16]byte, []kmsg.DeleteShareGroupStateRequestTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -160,8 +160,8 @@ func DeleteRequestFromKmsg(k *kmsg.DeleteShareGroupStateRequest) sharestate.Dele
 		})}
 }
 
-// DeleteRequestToKmsg converts a Delete request for the wire.
-func DeleteRequestToKmsg(req sharestate.DeleteRequest) *kmsg.DeleteShareGroupStateRequest {
+// deleteRequestToKmsg converts a Delete request for the wire.
+func deleteRequestToKmsg(req sharestate.DeleteRequest) *kmsg.DeleteShareGroupStateRequest {
 	k := kmsg.NewPtrDeleteShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.DeleteShareGroupStateRequestTopic, len(req.Topics))
@@ -179,8 +179,8 @@ func DeleteRequestToKmsg(req sharestate.DeleteRequest) *kmsg.DeleteShareGroupSta
 	return k
 }
 
-// ReadSummaryRequestFromKmsg converts a decoded ReadShareGroupStateSummary request.
-func ReadSummaryRequestFromKmsg(k *kmsg.ReadShareGroupStateSummaryRequest) sharestate.ReadSummaryRequest {
+// readSummaryRequestFromKmsg converts a decoded ReadShareGroupStateSummary request.
+func readSummaryRequestFromKmsg(k *kmsg.ReadShareGroupStateSummaryRequest) sharestate.ReadSummaryRequest {
 	return sharestate.ReadSummaryRequest{GroupID: k.GroupID, Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.ReadShareGroupStateSummaryRequestTopic) ([16]byte, []kmsg.ReadShareGroupStateSummaryRequestTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -190,8 +190,8 @@ func ReadSummaryRequestFromKmsg(k *kmsg.ReadShareGroupStateSummaryRequest) share
 		})}
 }
 
-// ReadSummaryRequestToKmsg converts a ReadSummary request for the wire.
-func ReadSummaryRequestToKmsg(req sharestate.ReadSummaryRequest) *kmsg.ReadShareGroupStateSummaryRequest {
+// readSummaryRequestToKmsg converts a ReadSummary request for the wire.
+func readSummaryRequestToKmsg(req sharestate.ReadSummaryRequest) *kmsg.ReadShareGroupStateSummaryRequest {
 	k := kmsg.NewPtrReadShareGroupStateSummaryRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.ReadShareGroupStateSummaryRequestTopic, len(req.Topics))

@@ -38,8 +38,8 @@ func partitionResult(partition int32, code int16, msg *string) sharestate.Partit
 	return sharestate.PartitionResult{Partition: partition, ErrorCode: sharestate.ErrorCode(code), ErrorMessage: messageFromKmsg(msg)}
 }
 
-// InitializeResponseToKmsg converts an Initialize response for the wire.
-func InitializeResponseToKmsg(resp sharestate.InitializeResponse) *kmsg.InitializeShareGroupStateResponse {
+// initializeResponseToKmsg converts an Initialize response for the wire.
+func initializeResponseToKmsg(resp sharestate.InitializeResponse) *kmsg.InitializeShareGroupStateResponse {
 	k := kmsg.NewPtrInitializeShareGroupStateResponse()
 	k.Topics = make([]kmsg.InitializeShareGroupStateResponseTopic, len(resp.Topics))
 	for i, t := range resp.Topics {
@@ -51,8 +51,8 @@ func InitializeResponseToKmsg(resp sharestate.InitializeResponse) *kmsg.Initiali
 	return k
 }
 
-// InitializeResponseFromKmsg converts a decoded InitializeShareGroupState response.
-func InitializeResponseFromKmsg(k *kmsg.InitializeShareGroupStateResponse) sharestate.InitializeResponse {
+// initializeResponseFromKmsg converts a decoded InitializeShareGroupState response.
+func initializeResponseFromKmsg(k *kmsg.InitializeShareGroupStateResponse) sharestate.InitializeResponse {
 	return sharestate.InitializeResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.InitializeShareGroupStateResponseTopic) ([16]byte, []kmsg.InitializeShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -62,8 +62,8 @@ func InitializeResponseFromKmsg(k *kmsg.InitializeShareGroupStateResponse) share
 		})}
 }
 
-// ReadResponseToKmsg converts a Read response for the wire.
-func ReadResponseToKmsg(resp sharestate.ReadResponse) *kmsg.ReadShareGroupStateResponse {
+// readResponseToKmsg converts a Read response for the wire.
+func readResponseToKmsg(resp sharestate.ReadResponse) *kmsg.ReadShareGroupStateResponse {
 	k := kmsg.NewPtrReadShareGroupStateResponse()
 	k.Topics = make([]kmsg.ReadShareGroupStateResponseTopic, len(resp.Topics))
 	for i, t := range resp.Topics {
@@ -91,8 +91,8 @@ func readBatchesToKmsg(in []sharestate.StateBatch) []kmsg.ReadShareGroupStateRes
 	return out
 }
 
-// ReadResponseFromKmsg converts a decoded ReadShareGroupState response.
-func ReadResponseFromKmsg(k *kmsg.ReadShareGroupStateResponse) sharestate.ReadResponse {
+// readResponseFromKmsg converts a decoded ReadShareGroupState response.
+func readResponseFromKmsg(k *kmsg.ReadShareGroupStateResponse) sharestate.ReadResponse {
 	return sharestate.ReadResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.ReadShareGroupStateResponseTopic) ([16]byte, []kmsg.ReadShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -119,8 +119,8 @@ func readBatchesFromKmsg(in []kmsg.ReadShareGroupStateResponseTopicPartitionStat
 	return out
 }
 
-// WriteResponseToKmsg converts a Write response for the wire.
-func WriteResponseToKmsg(resp sharestate.WriteResponse) *kmsg.WriteShareGroupStateResponse {
+// writeResponseToKmsg converts a Write response for the wire.
+func writeResponseToKmsg(resp sharestate.WriteResponse) *kmsg.WriteShareGroupStateResponse {
 	k := kmsg.NewPtrWriteShareGroupStateResponse()
 	k.Topics = make([]kmsg.WriteShareGroupStateResponseTopic, len(resp.Topics))
 	for i, t := range resp.Topics {
@@ -132,8 +132,8 @@ func WriteResponseToKmsg(resp sharestate.WriteResponse) *kmsg.WriteShareGroupSta
 	return k
 }
 
-// WriteResponseFromKmsg converts a decoded WriteShareGroupState response.
-func WriteResponseFromKmsg(k *kmsg.WriteShareGroupStateResponse) sharestate.WriteResponse {
+// writeResponseFromKmsg converts a decoded WriteShareGroupState response.
+func writeResponseFromKmsg(k *kmsg.WriteShareGroupStateResponse) sharestate.WriteResponse {
 	return sharestate.WriteResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.WriteShareGroupStateResponseTopic) ([16]byte, []kmsg.WriteShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -143,8 +143,8 @@ func WriteResponseFromKmsg(k *kmsg.WriteShareGroupStateResponse) sharestate.Writ
 		})}
 }
 
-// DeleteResponseToKmsg converts a Delete response for the wire.
-func DeleteResponseToKmsg(resp sharestate.DeleteResponse) *kmsg.DeleteShareGroupStateResponse {
+// deleteResponseToKmsg converts a Delete response for the wire.
+func deleteResponseToKmsg(resp sharestate.DeleteResponse) *kmsg.DeleteShareGroupStateResponse {
 	k := kmsg.NewPtrDeleteShareGroupStateResponse()
 	k.Topics = make([]kmsg.DeleteShareGroupStateResponseTopic, len(resp.Topics))
 	for i, t := range resp.Topics {
@@ -156,8 +156,8 @@ func DeleteResponseToKmsg(resp sharestate.DeleteResponse) *kmsg.DeleteShareGroup
 	return k
 }
 
-// DeleteResponseFromKmsg converts a decoded DeleteShareGroupState response.
-func DeleteResponseFromKmsg(k *kmsg.DeleteShareGroupStateResponse) sharestate.DeleteResponse {
+// deleteResponseFromKmsg converts a decoded DeleteShareGroupState response.
+func deleteResponseFromKmsg(k *kmsg.DeleteShareGroupStateResponse) sharestate.DeleteResponse {
 	return sharestate.DeleteResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.DeleteShareGroupStateResponseTopic) ([16]byte, []kmsg.DeleteShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -167,9 +167,9 @@ func DeleteResponseFromKmsg(k *kmsg.DeleteShareGroupStateResponse) sharestate.De
 		})}
 }
 
-// ReadSummaryResponseToKmsg converts a ReadSummary response for the wire. Encoded as v0, the
+// readSummaryResponseToKmsg converts a ReadSummary response for the wire. Encoded as v0, the
 // delivery-complete count is left out.
-func ReadSummaryResponseToKmsg(resp sharestate.ReadSummaryResponse) *kmsg.ReadShareGroupStateSummaryResponse {
+func readSummaryResponseToKmsg(resp sharestate.ReadSummaryResponse) *kmsg.ReadShareGroupStateSummaryResponse {
 	k := kmsg.NewPtrReadShareGroupStateSummaryResponse()
 	k.Topics = make([]kmsg.ReadShareGroupStateSummaryResponseTopic, len(resp.Topics))
 	for i, t := range resp.Topics {
@@ -187,9 +187,9 @@ func ReadSummaryResponseToKmsg(resp sharestate.ReadSummaryResponse) *kmsg.ReadSh
 	return k
 }
 
-// ReadSummaryResponseFromKmsg converts a decoded ReadShareGroupStateSummary response. A v0 response
+// readSummaryResponseFromKmsg converts a decoded ReadShareGroupStateSummary response. A v0 response
 // carries no delivery-complete count: it reads as -1, unknown.
-func ReadSummaryResponseFromKmsg(k *kmsg.ReadShareGroupStateSummaryResponse) sharestate.ReadSummaryResponse {
+func readSummaryResponseFromKmsg(k *kmsg.ReadShareGroupStateSummaryResponse) sharestate.ReadSummaryResponse {
 	return sharestate.ReadSummaryResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.ReadShareGroupStateSummaryResponseTopic) ([16]byte, []kmsg.ReadShareGroupStateSummaryResponseTopicPartition) {
 			return t.TopicID, t.Partitions

@@ -23,14 +23,14 @@ func seedRequests() [][]byte {
 	apiVersions := kmsg.NewPtrApiVersionsRequest()
 	apiVersions.ClientSoftwareName, apiVersions.ClientSoftwareVersion = "x", "1"
 	reqs := []kmsg.Request{
-		InitializeRequestToKmsg(sharestate.InitializeRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.InitializePartition]{
+		initializeRequestToKmsg(sharestate.InitializeRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.InitializePartition]{
 			{TopicID: topicA, Partitions: []sharestate.InitializePartition{{Partition: 0, StateEpoch: 1}}}}}),
-		ReadRequestToKmsg(sharestate.ReadRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.ReadPartition]{
+		readRequestToKmsg(sharestate.ReadRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.ReadPartition]{
 			{TopicID: topicA, Partitions: []sharestate.ReadPartition{{Partition: 0, LeaderEpoch: 1}}}}}),
-		WriteRequestToKmsg(sharestate.WriteRequest{GroupID: "g", Topics: topics}),
-		DeleteRequestToKmsg(sharestate.DeleteRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.DeletePartition]{
+		writeRequestToKmsg(sharestate.WriteRequest{GroupID: "g", Topics: topics}),
+		deleteRequestToKmsg(sharestate.DeleteRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.DeletePartition]{
 			{TopicID: topicA, Partitions: []sharestate.DeletePartition{{Partition: 0}}}}}),
-		ReadSummaryRequestToKmsg(sharestate.ReadSummaryRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.ReadSummaryPartition]{
+		readSummaryRequestToKmsg(sharestate.ReadSummaryRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.ReadSummaryPartition]{
 			{TopicID: topicA, Partitions: []sharestate.ReadSummaryPartition{{Partition: 0}}}}}),
 		apiVersions,
 	}

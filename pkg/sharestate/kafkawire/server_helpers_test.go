@@ -204,5 +204,5 @@ func expectClosed(t testing.TB, c net.Conn) {
 }
 
 func writeRequest(group string, partitions ...sharestate.WritePartition) *kmsg.WriteShareGroupStateRequest {
-	return WriteRequestToKmsg(sharestate.WriteRequest{GroupID: group, Topics: []sharestate.TopicData[sharestate.WritePartition]{{TopicID: topicA, Partitions: partitions}}})
+	return writeRequestToKmsg(sharestate.WriteRequest{GroupID: group, Topics: []sharestate.TopicData[sharestate.WritePartition]{{TopicID: topicA, Partitions: partitions}}})
 }

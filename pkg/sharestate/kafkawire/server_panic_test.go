@@ -45,9 +45,9 @@ func (panickingDecoder) decode(int16, []byte) (serveFunc, error) { panic("decode
 // closes that connection only, and is counted.
 func TestDecodePanicClosesOnlyItsConnection(t *testing.T) {
 	key := KeyDeleteShareGroupState
-	saved := handlers[key]
-	handlers[key] = panickingDecoder{}
-	t.Cleanup(func() { handlers[key] = saved }) // after the server's cleanup: no reader is left
+	saved := serverOps[key]
+	serverOps[key] = panickingDecoder{}
+	t.Cleanup(func() { serverOps[key] = saved }) // after the server's cleanup: no reader is left
 	srv, addr := startServer(t, ServerOptions{Store: &echoStore{}})
 	closed := srv.metrics.connectionsClosed.WithLabelValues(closedPanic)
 	counted := srv.metrics.requestsTotal.WithLabelValues("Unknown", sharestate.ErrUnknownServerError.String())
