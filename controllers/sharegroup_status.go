@@ -8,6 +8,8 @@ import (
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // aggregate computes a group's status from its share-partitions as observed: the counts, totals and
@@ -46,11 +48,7 @@ func aggregate(sg *sharestatev1.ShareGroup, partitions []sharestatev1.ShareParti
 // inFlight counts a partition's not-yet-complete offsets; a state whose batches do not decode counts
 // none (the persister reports it, and the partition's own status shows it).
 func inFlight(p *sharestatev1.SharePartitionState) int64 {
-	stored := make([]string, len(p.Status.StateBatches))
-	for i, b := range p.Status.StateBatches {
-		stored[i] = string(b)
-	}
-	batches, err := sharestate.DecodeBatches(stored)
+	batches, err := persister.StoredBatches(&p.Status)
 	if err != nil {
 		return 0
 	}

@@ -15,6 +15,8 @@ import (
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 func newDescribeCommand(o *rootOptions) *cobra.Command {
@@ -122,7 +124,7 @@ func newPartitionRow(sg *sharestatev1.ShareGroup, p *sharestatev1.SharePartition
 	if name == "" {
 		row.topic = string(p.Spec.TopicID)
 	}
-	batches, err := sharestate.DecodeBatches(storedBatches(p))
+	batches, err := persister.StoredBatches(&p.Status)
 	if err != nil {
 		row.corrupt = err.Error()
 	} else {

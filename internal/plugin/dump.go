@@ -17,6 +17,8 @@ import (
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 type dumpOptions struct {
@@ -142,7 +144,7 @@ func newPartitionDump(sg *sharestatev1.ShareGroup, p *sharestatev1.SharePartitio
 	}
 	stored := storedBatches(p)
 	d.Batches = batchRows(stored)
-	batches, err := sharestate.DecodeBatches(stored)
+	batches, err := persister.StoredBatches(&p.Status)
 	if err != nil {
 		d.Corrupt = err.Error()
 		return d

@@ -71,21 +71,13 @@ func (c *offsetCursor) next() stateWrite {
 // objects themselves: the start offset only moves forward, the batches are combined, the write is
 // stamped and counted. Epochs are not checked: these writers are alone on their objects.
 func applyWrite(status *v1alpha1.SharePartitionStateStatus, w stateWrite, now metav1.Time) error {
-	stored := make([]string, len(status.StateBatches))
-	for i, b := range status.StateBatches {
-		stored[i] = string(b)
-	}
-	batches, err := sharestate.DecodeBatches(stored)
+	batches, err := persister.StoredBatches(status)
 	if err != nil {
 		return fmt.Errorf("decoding the stored batches: %w", err)
 	}
 	status.StartOffset = max(status.StartOffset, w.startOffset)
 	status.DeliveryCompleteCount = w.deliveryCompleteCount
-	encoded := sharestate.EncodeBatches(sharestate.CombineBatches(batches, w.batches, status.StartOffset))
-	status.StateBatches = make([]v1alpha1.StateBatch, len(encoded))
-	for i, s := range encoded {
-		status.StateBatches[i] = v1alpha1.StateBatch(s)
-	}
+	status.StateBatches = persister.StorageForm(sharestate.CombineBatches(batches, w.batches, status.StartOffset))
 	status.WriteTime = &now
 	status.WriteCount++
 	return nil

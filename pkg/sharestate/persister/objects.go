@@ -18,11 +18,7 @@ func stateOf(obj *sharestatev1.SharePartitionState) (*sharestate.State, error) {
 	if obj == nil || obj.Status.CreateTime == nil {
 		return nil, nil
 	}
-	stored := make([]string, len(obj.Status.StateBatches))
-	for i, b := range obj.Status.StateBatches {
-		stored[i] = string(b)
-	}
-	batches, err := sharestate.DecodeBatches(stored)
+	batches, err := StoredBatches(&obj.Status)
 	if err != nil {
 		return nil, fmt.Errorf("stored state of %s/%s is corrupt: %w", obj.Namespace, obj.Name, err)
 	}
@@ -42,10 +38,21 @@ func setState(obj *sharestatev1.SharePartitionState, st sharestate.State) {
 	obj.Status.LeaderEpoch = st.LeaderEpoch
 	obj.Status.StartOffset = st.StartOffset
 	obj.Status.DeliveryCompleteCount = st.DeliveryCompleteCount
-	obj.Status.StateBatches = encodeStateBatches(st.Batches)
+	obj.Status.StateBatches = StorageForm(st.Batches)
 }
 
-func encodeStateBatches(batches []sharestate.StateBatch) []sharestatev1.StateBatch {
+// StoredBatches decodes the state batches a status stores (semantics §7's invariants checked: sorted,
+// not overlapping). The operator, the plugin and the benchmarks read stored batches through it too.
+func StoredBatches(status *sharestatev1.SharePartitionStateStatus) ([]sharestate.StateBatch, error) {
+	stored := make([]string, len(status.StateBatches))
+	for i, b := range status.StateBatches {
+		stored[i] = string(b)
+	}
+	return sharestate.DecodeBatches(stored)
+}
+
+// StorageForm encodes batches as a status stores them; none is nil.
+func StorageForm(batches []sharestate.StateBatch) []sharestatev1.StateBatch {
 	if len(batches) == 0 {
 		return nil
 	}
