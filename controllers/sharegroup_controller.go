@@ -108,6 +108,20 @@ func (r *ShareGroupReconciler) groupsOf(ctx context.Context, o client.Object) []
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;watch;create;update;patch;delete;deletecollection
 
+// groupScope is what one pass over a group works on, threaded through its phases.
+type groupScope struct {
+	// group is the group as this pass changes it.
+	group *sharestatev1.ShareGroup
+	// stored is the group as last written: the reset phase writes its start itself, conditionally,
+	// and the status written at the end is a patch against it.
+	stored *sharestatev1.ShareGroup
+	// partitions are the group's own partitions, adopted if need be.
+	partitions []sharestatev1.SharePartitionState
+}
+
+// groupPhase is one step of a pass. An error stops the phases after it.
+type groupPhase func(ctx context.Context, s *groupScope) error
+
 // Reconcile adopts, resets and aggregates the group, or deletes its state when the group is deleted.
 func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sg := &sharestatev1.ShareGroup{}
@@ -118,41 +132,67 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !sg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, sg)
 	}
-	if !controllerutil.ContainsFinalizer(sg, sharestatev1.FinalizerPartitionState) {
-		patch := client.MergeFrom(sg.DeepCopy())
-		controllerutil.AddFinalizer(sg, sharestatev1.FinalizerPartitionState)
-		if err := r.Client.Patch(ctx, sg, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-		}
+	s := &groupScope{group: sg, stored: sg.DeepCopy()}
+	phaseErr := r.doReconcile(ctx, s, []groupPhase{r.ensureFinalizer, r.adoptPartitions, r.reconcileReset})
+	if err := r.writeStatus(ctx, s); err != nil {
+		return ctrl.Result{}, errors.Join(phaseErr, err)
 	}
-	partitions, err := r.adoptPartitions(ctx, sg)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	// stored follows the status as last written: the reset writes its start itself (conditionally).
-	stored := sg.DeepCopy()
-	resetErr := r.reconcileReset(ctx, sg, &stored)
-	sg.Status = aggregate(sg, partitions, sg.Status)
-	if !equality.Semantic.DeepEqual(stored.Status, sg.Status) {
-		// The aggregate is recomputed from the observed partitions on every pass and only this
-		// reconciler writes it, so a merge patch of what changed is enough; an update conditional on a
-		// resourceVersion the cache has not caught up with would only conflict and retry.
-		if err := r.Client.Status().Patch(ctx, sg, client.MergeFrom(stored)); err != nil {
-			return ctrl.Result{}, errors.Join(resetErr, fmt.Errorf("updating the status: %w", err))
-		}
-	}
-	if resetErr != nil {
-		return ctrl.Result{}, resetErr
+	if phaseErr != nil {
+		return ctrl.Result{}, phaseErr
 	}
 	return ctrl.Result{RequeueAfter: r.TotalsRefresh}, nil
 }
 
-// adoptPartitions returns the group's partitions, first making the group the controller of those
+// doReconcile runs the phases in order and stops at the first error.
+func (r *ShareGroupReconciler) doReconcile(ctx context.Context, s *groupScope, phases []groupPhase) error {
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureFinalizer adds the finalizer with which the group's state is deleted with it, before
+// anything else happens to the group.
+func (r *ShareGroupReconciler) ensureFinalizer(ctx context.Context, s *groupScope) error {
+	if controllerutil.ContainsFinalizer(s.group, sharestatev1.FinalizerPartitionState) {
+		return nil
+	}
+	patch := client.MergeFrom(s.group.DeepCopy())
+	controllerutil.AddFinalizer(s.group, sharestatev1.FinalizerPartitionState)
+	if err := r.Client.Patch(ctx, s.group, patch); err != nil {
+		return fmt.Errorf("adding the finalizer: %w", err)
+	}
+	s.stored = s.group.DeepCopy()
+	return nil
+}
+
+// writeStatus writes the group's aggregate, recomputed from the partitions observed (if the phases
+// got as far as listing them), once and only when it changed. The aggregate is recomputed on every
+// pass and only this reconciler writes it, so a merge patch of what changed is enough; an update
+// conditional on a resourceVersion the cache has not caught up with would only conflict and retry.
+// (The reset's start, which acts on an epoch decision, is a conditional update of its own.)
+func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) error {
+	if s.partitions != nil {
+		s.group.Status = aggregate(s.group, s.partitions, s.group.Status)
+	}
+	if equality.Semantic.DeepEqual(s.stored.Status, s.group.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.group, client.MergeFrom(s.stored)); err != nil {
+		return fmt.Errorf("updating the status: %w", err)
+	}
+	return nil
+}
+
+// adoptPartitions finds the group's partitions, first making the group the controller of those
 // that have none (created before the group, or by hand) and labelling them with the group's name.
-func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]sharestatev1.SharePartitionState, error) {
+func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
+	sg := s.group
 	var list sharestatev1.SharePartitionStateList
 	if err := r.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingFields{groupIDIndex: string(sg.Spec.GroupID)}); err != nil {
-		return nil, fmt.Errorf("listing the partitions: %w", err)
+		return fmt.Errorf("listing the partitions: %w", err)
 	}
 	owned := list.Items[:0]
 	for i := range list.Items {
@@ -163,19 +203,20 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, sg *sharesta
 		if metav1.GetControllerOf(sps) == nil || sps.Labels[sharestatev1.LabelShareGroup] != sg.Name {
 			patch := client.MergeFrom(sps.DeepCopy())
 			if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
-				return nil, err
+				return err
 			}
 			if sps.Labels == nil {
 				sps.Labels = map[string]string{}
 			}
 			sps.Labels[sharestatev1.LabelShareGroup] = sg.Name
 			if err := r.Client.Patch(ctx, sps, patch); err != nil {
-				return nil, fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
+				return fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
 			}
 		}
 		owned = append(owned, *sps)
 	}
-	return owned, nil
+	s.partitions = owned
+	return nil
 }
 
 // finalize deletes the group's partition state, and lets the group go once none is left.

@@ -32,8 +32,10 @@ const maxResetRounds = 3
 // initializes every named partition at it with the new start offset, which fences every live leader.
 // The recorded request id makes a request run once however often the group is reconciled.
 //
-// stored is the group as last written; the reset's start, written here, moves it.
-func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *sharestatev1.ShareGroup, stored **sharestatev1.ShareGroup) error {
+// The reset owns status.lastOffsetReset and the OffsetReset condition; its start, written here
+// conditionally on the group's resourceVersion, moves the scope's stored group.
+func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope) error {
+	sg := s.group
 	req := sg.Spec.OffsetReset
 	if req == nil {
 		return nil
@@ -57,7 +59,7 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, sg *sharestat
 			if err != nil {
 				return err
 			}
-			*stored = sg.DeepCopy()
+			s.stored = sg.DeepCopy()
 		}
 		err := r.initializeTargets(ctx, sg, targets)
 		if err == nil {

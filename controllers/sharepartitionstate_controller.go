@@ -27,7 +27,10 @@ import (
 const leaderPodIndex = "status.leader.podName"
 
 // maxFenceAttempts bounds the conflicts one reconcile absorbs before it hands the retry to the queue.
-const maxFenceAttempts = 3
+// A zombie leader that keeps writing moves the resourceVersion every round trip, and each attempt
+// (a live read, then the patch conditional on it) wins only if no write lands in between: a few
+// attempts can all lose, and the queue's back-off would then leave the zombie writing for longer.
+const maxFenceAttempts = 16
 
 // SharePartitionStateReconciler fences stale share-partition leaders: when the pod of a partition's
 // recorded leader is gone (deleted, terminating, finished, replaced, or optionally not Ready for too
