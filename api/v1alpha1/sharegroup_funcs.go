@@ -5,7 +5,9 @@ import (
 	"math"
 )
 
-// ResetTarget is one partition an offset reset initializes, with the start offset it gets.
+// ResetTarget is one partition an offset reset initializes, with the start offset it gets. It is a
+// value computed from a ShareGroup, not part of the API.
+// +kubebuilder:object:generate=false
 type ResetTarget struct {
 	TopicID     TopicID
 	Partition   int32
