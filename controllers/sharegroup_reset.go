@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sync"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"time"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/go-logr/logr"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"

@@ -210,7 +210,7 @@ func cutShort(w watch.Interface, after int, gone bool) watch.Interface {
 			}
 		}
 		if gone {
-			status := apierrors.NewGone("the resourceVersion is too old").Status()
+			status := apierrors.NewResourceExpired("the resourceVersion is too old").Status()
 			send(watch.Event{Type: watch.Error, Object: &status})
 		}
 	}()

@@ -100,7 +100,7 @@ var (
 	errIdle = errors.New("kafkawire: connection idle")
 )
 
-// New returns a Client. It connects lazily: the first request on each pooled connection dials.
+// NewClient returns a Client. It connects lazily: the first request on each pooled connection dials.
 func NewClient(opts ClientOptions) (*Client, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
