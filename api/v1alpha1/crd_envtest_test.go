@@ -165,9 +165,10 @@ func TestSharePartitionStateStatusValidation(t *testing.T) {
 		}, nil},
 		{"reset to unset start offset", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -1 }, nil},
 		{"lowered state epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch = 2 }, []string{"status.stateEpoch may not be lowered"}},
-		{"lowered leader epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.LeaderEpoch = 4 }, []string{"status.leaderEpoch may be lowered only together with a higher status.stateEpoch"}},
-		{"reset lowers leader epoch with a higher state epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.LeaderEpoch = 4, 0 }, nil},
-		{"lowered start offset without a reset", func(s *sharestatev1.SharePartitionStateStatus) { s.StartOffset = 99 }, []string{"status.startOffset may be lowered only together with a higher status.stateEpoch"}},
+		{"lowered leader epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.LeaderEpoch = 4 }, []string{"status.leaderEpoch may not be lowered"}},
+		// semantics §5: a reset keeps the leader-epoch fence.
+		{"a reset does not lower the leader epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.LeaderEpoch = 4, 0 }, []string{"status.leaderEpoch may not be lowered"}},
+		{"lowered start offset without a reset", func(s *sharestatev1.SharePartitionStateStatus) { s.StartOffset = 99 }, []string{"status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch"}},
 		{"start offset below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -2 }, []string{"status.startOffset"}},
 		{"delivery complete count below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.DeliveryCompleteCount = -2 }, []string{"status.deliveryCompleteCount"}},
 		{"malformed batch: text", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"abc"} }, []string{"status.stateBatches[0]", "should match"}},
@@ -210,6 +211,33 @@ func TestSharePartitionStateStatusValidation(t *testing.T) {
 			expectRefused(t, err, tt.refuse...)
 		})
 	}
+}
+
+// Before the persister's first status write (createTime unset), the zeros a status carries are not a
+// start offset: the first Initialize may store -1 at state epoch 0, whoever wrote the status first.
+func TestUninitializedStatusHasNoStartOffset(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	sps := newSPS(env.Namespace(t))
+	sps.GenerateName, sps.Name = "sps-", ""
+	if err := env.Client.Create(ctx, sps); err != nil {
+		t.Fatal(err)
+	}
+	sps.Status = sharestatev1.SharePartitionStateStatus{StartOffset: 0} // as an operator's report used to store it
+	if err := env.Client.Status().Update(ctx, sps); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	sps.Status = sharestatev1.SharePartitionStateStatus{StartOffset: -1, DeliveryCompleteCount: -1, CreateTime: &now, WriteTime: &now}
+	if err := env.Client.Status().Update(ctx, sps); err != nil {
+		t.Fatalf("the first Initialize at -1 was refused: %v", err)
+	}
+	sps.Status.StartOffset = 5
+	if err := env.Client.Status().Update(ctx, sps); err != nil {
+		t.Fatal(err)
+	}
+	sps.Status.StartOffset = 4
+	expectRefused(t, env.Client.Status().Update(ctx, sps), "status.startOffset of an initialized state")
 }
 
 // A client that drops the epoch fields altogether (a merge patch that deletes them) must not get
