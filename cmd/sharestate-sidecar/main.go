@@ -31,6 +31,11 @@ func parseFlags() *flags {
 	cfg.WriteQPS, cfg.BulkQPS = 200, 100
 	flag.StringVar(&cfg.ListenAddress, "listen-address", kafkawire.DefaultAddress,
 		"address of the Kafka-protocol listener (loopback: the broker in the same pod is its only client)")
+	flag.StringVar(&cfg.ProxyListenAddress, "proxy-listen-address", "",
+		"address of the Kafka-protocol proxy, the one the broker's advertised.listeners names for its inter-broker listener; "+
+			"with --proxy-upstream-address it turns proxy mode on (default: off)")
+	flag.StringVar(&cfg.ProxyUpstreamAddress, "proxy-upstream-address", "",
+		"the broker's real inter-broker listener (on loopback), to which the proxy forwards every request but the share-state ones (API keys 83-87)")
 	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
 	flag.StringVar(&cfg.MetricsAddress, "metrics-address", "",
 		`address of /metrics; 0 disables it (default ":8443", or "127.0.0.1:8080" with --metrics-secure=false)`)
