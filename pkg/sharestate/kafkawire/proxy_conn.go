@@ -102,13 +102,20 @@ func (c *proxyConn) readLoop() (reason string, drain bool) {
 		if err := c.waitForFrame(); err != nil {
 			return c.readFailure(err)
 		}
-		head, err := c.downR.Peek(12)
+		head, err := c.downR.Peek(4)
 		if err != nil {
 			return c.readFailure(unexpected(err))
 		}
+		// A request is at least its header's key, version and correlation id.
 		size := int32(binary.BigEndian.Uint32(head))
-		if size < 8 {
+		if size < 0 {
 			return c.readFailure(&FrameSizeError{Size: size, Max: c.p.local.opts.MaxRequestBytes})
+		}
+		if size < 8 {
+			return c.readFailure(errShortHeader)
+		}
+		if head, err = c.downR.Peek(12); err != nil {
+			return c.readFailure(unexpected(err))
 		}
 		key := int16(binary.BigEndian.Uint16(head[4:]))
 		version := int16(binary.BigEndian.Uint16(head[6:]))
@@ -276,6 +283,9 @@ func (c *proxyConn) readFailure(err error) (string, bool) {
 		return closedByPeer, false
 	case errors.Is(err, errStopping):
 		return closedShutdown, true
+	case errors.Is(err, errShortHeader):
+		c.p.log.Info("Closed a connection that sent a frame too short for a request header", "remote", c.down.RemoteAddr().String())
+		return closedMalformed, true
 	case errors.As(err, &size):
 		c.p.log.Info("Closed a connection that sent an oversized or malformed frame", "remote", c.down.RemoteAddr().String(), "size", size.Size, "max", size.Max)
 		return closedMalformed, true

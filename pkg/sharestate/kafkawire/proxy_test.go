@@ -42,6 +42,11 @@ func startUpstream(t *testing.T, answer func(key, version int16, corrID int32, f
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveUpstream(t, ln, answer)
+}
+
+// serveUpstream runs a fakeUpstream on ln until the test ends.
+func serveUpstream(t *testing.T, ln net.Listener, answer func(key, version int16, corrID int32, frame []byte) upstreamAnswer) *fakeUpstream {
 	u := &fakeUpstream{ln: ln, answer: answer}
 	t.Cleanup(func() { _ = ln.Close(); u.closeAll() })
 	go func() {
@@ -401,5 +406,71 @@ func TestProxyShutdownDrains(t *testing.T) {
 	expectClosed(t, c)
 	if err := <-shutdown; err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// TestProxySlowUpstreamConnectionAlone: a connection whose upstream is slow to answer holds up only
+// itself; another connection's requests are answered meanwhile.
+func TestProxySlowUpstreamConnectionAlone(t *testing.T) {
+	up := startUpstream(t, func(_, _ int16, corrID int32, frame []byte) upstreamAnswer {
+		delay := time.Duration(0)
+		if corrID == 666 {
+			delay = 2 * time.Second
+		}
+		return upstreamAnswer{body: echoBody(corrID, frame), delay: delay}
+	})
+	_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
+	slow, fast := dialRaw(t, addr), dialRaw(t, addr)
+	if _, err := slow.Write(rawFrame(1, 12, 666, nil)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range int32(20) {
+		if _, err := fast.Write(rawFrame(1, 12, i, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if corrID, _ := readResponse(t, fast, false); corrID != i {
+			t.Fatalf("correlation id %d, want %d", corrID, i)
+		}
+	}
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Fatalf("the fast connection took %v: held up by the slow one", elapsed)
+	}
+	if corrID, _ := readResponse(t, slow, false); corrID != 666 {
+		t.Fatalf("correlation id %d, want 666", corrID)
+	}
+}
+
+// TestProxySurvivesUpstreamRestart: the connections of an upstream that goes away are closed; once
+// it listens again, new connections reach it.
+func TestProxySurvivesUpstreamRestart(t *testing.T) {
+	answer := func(_, _ int16, corrID int32, frame []byte) upstreamAnswer {
+		return upstreamAnswer{body: echoBody(corrID, frame)}
+	}
+	up := startUpstream(t, answer)
+	upAddr := up.ln.Addr().String()
+	_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: upAddr})
+	c := dialRaw(t, addr)
+	if _, err := c.Write(rawFrame(1, 12, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if corrID, _ := readResponse(t, c, false); corrID != 1 {
+		t.Fatalf("correlation id %d, want 1", corrID)
+	}
+	_ = up.ln.Close()
+	up.closeAll()
+	expectClosed(t, c)
+
+	ln, err := net.Listen("tcp", upAddr)
+	if err != nil {
+		t.Skipf("the upstream's port was taken meanwhile: %v", err)
+	}
+	serveUpstream(t, ln, answer)
+	c = dialRaw(t, addr)
+	if _, err := c.Write(rawFrame(1, 12, 2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if corrID, _ := readResponse(t, c, false); corrID != 2 {
+		t.Fatalf("after the restart: correlation id %d, want 2", corrID)
 	}
 }
