@@ -192,6 +192,11 @@ func (c *proxyConn) produceResponds(length int64, version int16) (bool, error) {
 // answerLocally reads a share-state request whole, decodes it and starts it on the local server.
 func (c *proxyConn) answerLocally(key int16) error {
 	s := c.p.local
+	// What was forwarded before leaves now: this request may wait for the byte budget or its bytes,
+	// and the upstream's answers to the earlier requests must not wait with it.
+	if err := c.upW.Flush(); err != nil {
+		return fmt.Errorf("writing upstream: %w", err)
+	}
 	size, err := c.peekSize()
 	if err != nil {
 		return err
