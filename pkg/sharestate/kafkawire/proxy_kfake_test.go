@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
@@ -35,7 +37,7 @@ type proxiedCluster struct {
 	registry *prometheus.Registry
 }
 
-func startProxiedCluster(t *testing.T, n int, store sharestate.Store) *proxiedCluster {
+func startProxiedCluster(t *testing.T, n int, store sharestate.Store, opts ...kfake.Opt) *proxiedCluster {
 	t.Helper()
 	pc := &proxiedCluster{registry: prometheus.NewRegistry()}
 	var proxyLns []net.Listener
@@ -62,7 +64,7 @@ func startProxiedCluster(t *testing.T, n int, store sharestate.Store) *proxiedCl
 		upstreams = append(upstreams, real.Addr().String())
 		return advertisedListener{Listener: real, proxy: proxyLns[len(upstreams)-1].Addr()}, nil
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(n), kfake.ListenFn(listen), kfake.SeedTopics(6, "events"))
+	cluster, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(n), kfake.ListenFn(listen), kfake.SeedTopics(6, "events")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,5 +266,57 @@ func TestProxyKfakePipelined(t *testing.T) {
 		}) || !slices.ContainsFunc(av.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == 1 }) {
 			t.Fatalf("round %d: ApiVersions lists %+v: not kfake's keys with WriteShareGroupState v0-1", i, av.ApiKeys)
 		}
+	}
+}
+
+// TestProxyKfakeSASL: SASL/PLAIN (SaslHandshake v1, SaslAuthenticate) passes through the proxy to a
+// kfake broker that requires it: the right password produces, consumes and reaches the share-state
+// answers; a wrong one is refused by the broker.
+func TestProxyKfakeSASL(t *testing.T) {
+	pc := startProxiedCluster(t, 1, &echoStore{}, kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "secret"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := func(pass string, opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(pc.addrs[0]), kgo.DefaultProduceTopic("events"),
+			kgo.SASL(plain.Auth{User: "admin", Pass: pass}.AsMechanism()), kgo.RequestRetries(0)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	const records = 100
+	good := client("secret", kgo.ConsumeTopics("events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for i := range records {
+		if err := good.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatalf("producing with SASL through the proxy: %v", err)
+		}
+	}
+	for got := 0; got < records; {
+		fetches := good.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", got, records)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) != strconv.Itoa(got) {
+				t.Fatalf("record %d is %q", got, r.Value)
+			}
+			got++
+		})
+	}
+	if err := shareStateTraffic(ctx, good, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	badCtx, badCancel := context.WithTimeout(ctx, 5*time.Second)
+	defer badCancel()
+	// kfake answers a wrong password by closing the connection, with no SaslAuthenticate response
+	// (36_sasl_authenticate.go returns an error): the proxy closes the client's connection with it.
+	_, err := client("wrong").SeedBrokers()[0].Request(badCtx, kmsg.NewPtrMetadataRequest())
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("a wrong password through the proxy: %v, want the connection closed (EOF)", err)
+	}
+	if pc.requests("SASLAuthenticate", routeForwarded) < 2 || pc.requests("SASLHandshake", routeForwarded) < 2 {
+		t.Fatalf("SASL went around the proxy: %v handshakes, %v authenticates forwarded",
+			pc.requests("SASLHandshake", routeForwarded), pc.requests("SASLAuthenticate", routeForwarded))
 	}
 }
