@@ -58,6 +58,11 @@ func (c *proxyConn) nextPending(failed *string, early **upstreamEvent) (owed, bo
 		}
 	}
 	for {
+		if *failed == "" && *early != nil && (*early).err != nil && len(c.queue) == 0 {
+			// The upstream ended with nothing owed: the pair is of no more use.
+			*failed = closedUpstreamClosed
+			c.closeBoth()
+		}
 		watch := c.upReady
 		if *failed != "" || *early != nil {
 			watch = nil
@@ -67,10 +72,6 @@ func (c *proxyConn) nextPending(failed *string, early **upstreamEvent) (owed, bo
 			return pd, ok
 		case err := <-watch:
 			*early = &upstreamEvent{err: err}
-			if err != nil && len(c.queue) == 0 {
-				*failed = closedUpstreamClosed
-				c.closeBoth()
-			}
 		}
 	}
 }
