@@ -36,6 +36,9 @@ func parseFlags() *flags {
 			"with --proxy-upstream-address it turns proxy mode on (default: off)")
 	flag.StringVar(&cfg.ProxyUpstreamAddress, "proxy-upstream-address", "",
 		"the broker's real inter-broker listener (on loopback), to which the proxy forwards every request but the share-state ones (API keys 83-87)")
+	flag.BoolVar(&cfg.ProxyRequireAuthentication, "proxy-require-authentication", false,
+		"answer the share-state requests (API keys 83-87) only on proxied connections whose SASL authentication the upstream accepted; "+
+			"set it when the upstream listener is SASL, or the proxy answers clients the broker would refuse")
 	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
 	flag.StringVar(&cfg.MetricsAddress, "metrics-address", "",
 		`address of /metrics; 0 disables it (default ":8443", or "127.0.0.1:8080" with --metrics-secure=false)`)

@@ -33,6 +33,9 @@ type Config struct {
 	// broker's real inter-broker listener), except API keys 83–87, which the persister answers.
 	ProxyListenAddress   string
 	ProxyUpstreamAddress string
+	// ProxyRequireAuthentication answers keys 83–87 only on connections whose SASL authentication the
+	// upstream accepted (kafkawire.ProxyOptions.RequireAuthentication): for a SASL upstream listener.
+	ProxyRequireAuthentication bool
 	// HealthAddress serves /livez and /readyz over plain HTTP, for the kubelet's probes; "0" disables it.
 	HealthAddress string
 	// MetricsAddress serves /metrics; "0" disables it. Empty is DefaultSecureMetricsAddress, or
@@ -192,7 +195,8 @@ func newServices(restCfg *rest.Config, cfg Config) ([]listening, error) {
 		return services, nil
 	}
 	proxy, err := kafkawire.NewProxy(kafkawire.ProxyOptions{
-		Store: store, Upstream: cfg.ProxyUpstreamAddress, MaxRequestBytes: cfg.MaxRequestBytes,
+		Store: store, Upstream: cfg.ProxyUpstreamAddress, RequireAuthentication: cfg.ProxyRequireAuthentication,
+		MaxRequestBytes:       cfg.MaxRequestBytes,
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes, RequestTimeout: cfg.RequestTimeout,
 		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("proxy"),
 		Registerer: ctrlmetrics.Registry,

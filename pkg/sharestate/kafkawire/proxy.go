@@ -32,6 +32,12 @@ type ProxyOptions struct {
 	MaxRequestBytes       int32
 	MaxQueuedRequestBytes int64
 	RequestTimeout        time.Duration
+	// RequireAuthentication answers keys 83–87 only on a connection whose SASL authentication the
+	// upstream has accepted (a SaslAuthenticate response with no error); before that such a request
+	// closes the connection, as a Kafka broker's SASL listener closes one that sends a request before
+	// authenticating. Set it when the upstream listener is SASL: otherwise the proxy would answer
+	// clients the broker would refuse. (SaslHandshake v0, with unframed tokens, is not supported.)
+	RequireAuthentication bool
 	// MaxInFlightPerConnection bounds the requests of one connection forwarded or answered and not
 	// yet responded to (default 1024); beyond it the proxy stops reading that connection.
 	MaxInFlightPerConnection int

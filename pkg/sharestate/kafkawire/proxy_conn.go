@@ -9,7 +9,10 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Why a proxied connection is closed, beyond the Server's reasons (server_dispatch.go).
@@ -17,6 +20,8 @@ const (
 	closedUpstreamDial   = "upstream_dial_error"
 	closedUpstreamClosed = "upstream_closed"
 	closedUpstreamError  = "upstream_protocol_error"
+	// closedUnauthenticated: a share-state request before SASL authentication (RequireAuthentication).
+	closedUnauthenticated = "unauthenticated"
 )
 
 // proxyConn is one downstream connection and the upstream connection it owns. Two goroutines run it,
@@ -42,6 +47,10 @@ type proxyConn struct {
 	upReady  chan error
 	consumed chan struct{}
 	closed   chan struct{}
+
+	// authenticated is set by the writer once the upstream accepted a SaslAuthenticate, before the
+	// client sees that answer: a client sends its next request only after it, so the reader sees it.
+	authenticated atomic.Bool
 
 	closeOnce sync.Once
 	mu        sync.Mutex // orders stopReading against the reader's deadline changes
@@ -189,9 +198,14 @@ func (c *proxyConn) produceResponds(length int64, version int16) (bool, error) {
 	return produceExpectsResponse(prefix[4:], version)
 }
 
+var errUnauthenticated = errors.New("a share-state request before SASL authentication")
+
 // answerLocally reads a share-state request whole, decodes it and starts it on the local server.
 func (c *proxyConn) answerLocally(key int16) error {
 	s := c.p.local
+	if c.p.opts.RequireAuthentication && !c.authenticated.Load() {
+		return &refusal{reason: closedUnauthenticated, api: kmsg.NameForKey(key), err: errUnauthenticated}
+	}
 	// What was forwarded before leaves now: this request may wait for the byte budget or its bytes,
 	// and the upstream's answers to the earlier requests must not wait with it.
 	if err := c.upW.Flush(); err != nil {

@@ -12,7 +12,11 @@ import (
 // This file holds the only request and response bodies the proxy looks into: the acks of a Produce
 // request, and the upstream's ApiVersions response. Everything else is forwarded unread.
 
-const keyProduce int16 = 0
+// The API keys whose bodies the proxy reads, beyond ApiVersions.
+const (
+	keyProduce          int16 = 0
+	keySASLAuthenticate int16 = 36
+)
 
 var errShortProduce = errors.New("a Produce request too short for its acks")
 

@@ -30,14 +30,15 @@ type advertisedListener struct {
 
 func (l advertisedListener) Addr() net.Addr { return l.proxy }
 
-// proxiedCluster is a kfake cluster of n brokers, each fronted by a Proxy answering keys 83–87 from
-// store and advertising the proxy's address.
+// proxiedCluster is a kfake cluster of n brokers, each fronted by a Proxy and advertising the
+// proxy's address.
 type proxiedCluster struct {
 	addrs    []string // the proxies', in broker order
 	registry *prometheus.Registry
 }
 
-func startProxiedCluster(t *testing.T, n int, store sharestate.Store, opts ...kfake.Opt) *proxiedCluster {
+// proxy is the proxies' options: Upstream and Registerer are set here.
+func startProxiedCluster(t *testing.T, n int, proxy ProxyOptions, opts ...kfake.Opt) *proxiedCluster {
 	t.Helper()
 	pc := &proxiedCluster{registry: prometheus.NewRegistry()}
 	var proxyLns []net.Listener
@@ -70,7 +71,8 @@ func startProxiedCluster(t *testing.T, n int, store sharestate.Store, opts ...kf
 	}
 	t.Cleanup(cluster.Close)
 	for i, ln := range proxyLns {
-		p, err := NewProxy(ProxyOptions{Store: store, Upstream: upstreams[i], Registerer: pc.registry})
+		proxy.Upstream, proxy.Registerer = upstreams[i], pc.registry
+		p, err := NewProxy(proxy)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +117,7 @@ func (pc *proxiedCluster) requests(api, route string) float64 {
 // reaching its own request.
 func TestProxyKfakeProduceConsume(t *testing.T) {
 	const brokers, records, perClient = 3, 10000, 300
-	pc := startProxiedCluster(t, brokers, &echoStore{})
+	pc := startProxiedCluster(t, brokers, ProxyOptions{Store: &echoStore{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -222,7 +224,7 @@ func shareStateTraffic(ctx context.Context, cl *kgo.Client, brokers, n int) erro
 // (answered by the proxy) and ApiVersions (forwarded and rewritten) are pipelined without waiting;
 // the responses come back in request order, each decoding as its own request's.
 func TestProxyKfakePipelined(t *testing.T) {
-	pc := startProxiedCluster(t, 1, &echoStore{})
+	pc := startProxiedCluster(t, 1, ProxyOptions{Store: &echoStore{}})
 	c := dialRaw(t, pc.addrs[0])
 	const rounds = 50
 	var out []byte
@@ -273,7 +275,8 @@ func TestProxyKfakePipelined(t *testing.T) {
 // kfake broker that requires it: the right password produces, consumes and reaches the share-state
 // answers; a wrong one is refused by the broker.
 func TestProxyKfakeSASL(t *testing.T) {
-	pc := startProxiedCluster(t, 1, &echoStore{}, kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "secret"))
+	pc := startProxiedCluster(t, 1, ProxyOptions{Store: &echoStore{}, RequireAuthentication: true},
+		kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "secret"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := func(pass string, opts ...kgo.Opt) *kgo.Client {
@@ -309,6 +312,16 @@ func TestProxyKfakeSASL(t *testing.T) {
 	}
 	badCtx, badCancel := context.WithTimeout(ctx, 5*time.Second)
 	defer badCancel()
+	// Without authenticating, a share-state request closes the connection, unanswered.
+	raw := dialRaw(t, pc.addrs[0])
+	if _, err := raw.Write(frameOf(writeRequest("g", sharestate.WritePartition{Partition: 1}), 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, raw)
+	if n := pc.requests("WriteShareGroupState", routeAnswered); n != 10 {
+		t.Fatalf("%v Writes answered, want the authenticated client's 10", n)
+	}
+
 	// kfake answers a wrong password by closing the connection, with no SaslAuthenticate response
 	// (36_sasl_authenticate.go returns an error): the proxy closes the client's connection with it.
 	_, err := client("wrong").SeedBrokers()[0].Request(badCtx, kmsg.NewPtrMetadataRequest())

@@ -474,3 +474,43 @@ func TestProxySurvivesUpstreamRestart(t *testing.T) {
 		t.Fatalf("after the restart: correlation id %d, want 2", corrID)
 	}
 }
+
+// TestProxyRequireAuthentication: with RequireAuthentication, a share-state request is answered
+// only after the upstream accepted a SaslAuthenticate, read at its version's header (v1: none of
+// v2's tagged fields).
+func TestProxyRequireAuthentication(t *testing.T) {
+	for _, tc := range []struct {
+		version  int16
+		code     int16
+		answered bool
+	}{{1, 0, true}, {2, 0, true}, {1, 58, false}, {2, 58, false}} {
+		t.Run(fmt.Sprintf("v%d error %d", tc.version, tc.code), func(t *testing.T) {
+			up := startUpstream(t, func(_, version int16, _ int32, _ []byte) upstreamAnswer {
+				var body []byte
+				if version >= 2 {
+					body = append(body, 0) // the response header's tagged fields
+				}
+				body = binary.BigEndian.AppendUint16(body, uint16(tc.code))
+				return upstreamAnswer{body: append(body, 0xff, 0xff, 0, 0, 0, 0)} // null message, empty bytes
+			})
+			_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String(), RequireAuthentication: true})
+			c := dialRaw(t, addr)
+			if _, err := c.Write(rawFrame(keySASLAuthenticate, tc.version, 1, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if corrID, _ := readResponse(t, c, false); corrID != 1 {
+				t.Fatalf("correlation id %d, want 1", corrID)
+			}
+			if _, err := c.Write(frameOf(writeRequest("g", sharestate.WritePartition{Partition: 2}), 0, 2)); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.answered {
+				expectClosed(t, c)
+				return
+			}
+			if corrID, _ := readResponse(t, c, true); corrID != 2 {
+				t.Fatalf("correlation id %d, want 2", corrID)
+			}
+		})
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // upstreamEvent is what upstreamWatch reported while nothing was owed by the upstream: a response
@@ -125,6 +128,9 @@ func (c *proxyConn) streamUpstream(pd owed, early **upstreamEvent) string {
 			"correlationId", corrID, "expected", pd.corrID, "size", size)
 		return closedUpstreamError
 	}
+	if pd.key == keySASLAuthenticate {
+		c.authenticated.Store(c.authenticationAccepted(pd.version))
+	}
 	var err error
 	if pd.key == KeyAPIVersions {
 		err = c.rewriteAPIVersions(pd.version)
@@ -202,4 +208,21 @@ func (c *proxyConn) upstreamWatch() {
 			return
 		}
 	}
+}
+
+// authenticationAccepted reads, without consuming it, whether the upstream's SaslAuthenticate
+// response at the head of upR has no error: its error code follows the header (v1, with tagged
+// fields, from v2).
+func (c *proxyConn) authenticationAccepted(version int16) bool {
+	head, _ := c.upR.Peek(8) // upstreamWatch saw 8 bytes buffered
+	size := int(binary.BigEndian.Uint32(head))
+	head, _ = c.upR.Peek(min(size+4, 64)) // short only if the upstream ends: then not accepted
+	r := kbin.Reader{Src: head}
+	r.Int32() // size
+	r.Int32() // correlation id
+	if version >= 2 {
+		kmsg.SkipTags(&r)
+	}
+	code := r.Int16()
+	return r.Ok() && code == 0
 }
