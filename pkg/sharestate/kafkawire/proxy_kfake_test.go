@@ -38,7 +38,7 @@ type proxiedCluster struct {
 }
 
 // proxy is the proxies' options: Upstream and Registerer are set here.
-func startProxiedCluster(t *testing.T, n int, proxy ProxyOptions, opts ...kfake.Opt) *proxiedCluster {
+func startProxiedCluster(t testing.TB, n int, proxy ProxyOptions, opts ...kfake.Opt) *proxiedCluster {
 	t.Helper()
 	pc := &proxiedCluster{registry: prometheus.NewRegistry()}
 	var proxyLns []net.Listener
