@@ -514,3 +514,72 @@ func TestProxyRequireAuthentication(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyFrameExact: a WriteShareGroupState v1 request encoded by hand, field by field, as Kafka's
+// NetworkClient sends it (request header v2: key, version, correlation id, a client id, no tagged
+// fields; a flexible body), pipelined behind a forwarded request, is answered by the proxy with
+// exactly the expected bytes (response header v1), after the forwarded request's answer.
+func TestProxyFrameExact(t *testing.T) {
+	up := startUpstream(t, func(key, _ int16, corrID int32, frame []byte) upstreamAnswer {
+		if isShareStateKey(key) {
+			t.Errorf("API key %d reached the upstream", key)
+		}
+		return upstreamAnswer{body: echoBody(corrID, frame), delay: 20 * time.Millisecond}
+	})
+	_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
+	c := dialRaw(t, addr)
+
+	be16 := func(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+	be32 := func(b []byte, v int32) []byte { return binary.BigEndian.AppendUint32(b, uint32(v)) }
+	be64 := func(b []byte, v int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(v)) }
+	req := be16(nil, 85)             // api key: WriteShareGroupState
+	req = be16(req, 1)               // api version
+	req = be32(req, 0x01020304)      // correlation id
+	req = be16(req, 8)               // client id, int16 length even in header v2
+	req = append(req, "broker-1"...) //
+	req = append(req, 0)             // header tagged fields
+	req = append(req, 1+1, 'g')      // group id, compact string
+	req = append(req, 1+1)           // topics, compact array of 1
+	req = append(req, topicA[:]...)  // topic id
+	req = append(req, 1+1)           // partitions, compact array of 1
+	req = be32(req, 9)               // partition
+	req = be32(req, 4)               // state epoch
+	req = be32(req, 2)               // leader epoch
+	req = be64(req, 100)             // start offset
+	req = be32(req, 77)              // delivery complete count (v1)
+	req = append(req, 1+1)           // state batches, compact array of 1
+	req = be64(req, 100)             // first offset
+	req = be64(req, 109)             // last offset
+	req = append(req, 2)             // delivery state
+	req = be16(req, 1)               // delivery count
+	req = append(req, 0, 0, 0, 0)    // tagged fields: batch, partition, topic, request
+	frame := be32(nil, int32(len(req)))
+	frame = append(frame, req...)
+
+	out := append(rawFrame(1, 12, 0x01020303, []byte("before")), frame...)
+	if _, err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	if corrID, _ := readResponse(t, c, false); corrID != 0x01020303 {
+		t.Fatalf("first response: correlation id %#x, want 0x01020303", corrID)
+	}
+	message := dccMessage(77, 1)
+	want := be32(nil, 0x01020304)     // correlation id
+	want = append(want, 0)            // response header tagged fields (v1)
+	want = append(want, 1+1)          // results, compact array of 1
+	want = append(want, topicA[:]...) // topic id
+	want = append(want, 1+1)          // partitions
+	want = be32(want, 9)              // partition
+	want = be16(want, 4)              // error code: the echoStore answers the state epoch
+	want = append(want, byte(len(message)+1))
+	want = append(want, message...) // error message, compact nullable string
+	want = append(want, 0, 0, 0)    // tagged fields: partition, topic, response
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := ReadFrame(c, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the response is\n%x\nwant\n%x", got, want)
+	}
+}
