@@ -333,3 +333,120 @@ func TestProxyKfakeSASL(t *testing.T) {
 			pc.requests("SASLHandshake", routeForwarded), pc.requests("SASLAuthenticate", routeForwarded))
 	}
 }
+
+// droppingDialer dials the upstream and can drop every connection it made, as a broker restart does.
+type droppingDialer struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (d *droppingDialer) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, address)
+	if err == nil {
+		d.mu.Lock()
+		d.conns = append(d.conns, c)
+		d.mu.Unlock()
+	}
+	return c, err
+}
+
+func (d *droppingDialer) dropAll() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		_ = c.Close()
+	}
+	n := len(d.conns)
+	d.conns = nil
+	return n
+}
+
+// TestProxyKfakeUpstreamDropped: every upstream connection of the proxies is dropped twice, between
+// the batches of a produce run, while share-state requests flow without pause. The clients reconnect through the proxies; the records still arrive exactly once
+// (kgo's idempotent producer), kgo never sees a response to the wrong correlation id (it would fail
+// the connection), and every share-state answer that arrives is its own request's.
+func TestProxyKfakeUpstreamDropped(t *testing.T) {
+	const brokers, records = 3, 6000
+	dialer := &droppingDialer{}
+	pc := startProxiedCluster(t, brokers, ProxyOptions{Store: &echoStore{}, Dial: dialer.dial})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(pc.addrs...), kgo.DefaultProduceTopic("events"),
+		kgo.ConsumeTopics("events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	stop := make(chan struct{})
+	trafficDone := make(chan error, 1)
+	go func() { trafficDone <- shareStateUntil(ctx, cl, brokers, stop) }()
+
+	for part := range 3 {
+		batch := make([]*kgo.Record, records/3)
+		for i := range batch {
+			n := part*len(batch) + i
+			batch[i] = &kgo.Record{Key: []byte(strconv.Itoa(n)), Value: []byte(fmt.Sprintf("value-%d", n))}
+		}
+		if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			t.Fatalf("producing part %d: %v", part, err)
+		}
+		if part < 2 && dialer.dropAll() == 0 {
+			t.Fatal("no upstream connection to drop")
+		}
+	}
+	seen := make([]int, records)
+	for got := 0; got < records; {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", got, records, err)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			i, err := strconv.Atoi(string(r.Key))
+			if err != nil || string(r.Value) != fmt.Sprintf("value-%d", i) {
+				t.Fatalf("record %q=%q is not one produced", r.Key, r.Value)
+			}
+			seen[i]++
+			got++
+		})
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Fatalf("record %d consumed %d times", i, n)
+		}
+	}
+	close(stop)
+	if err := <-trafficDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shareStateUntil sends share-state requests through cl until stop, retrying those whose
+// connection broke, and fails on any answer that is not its own request's.
+func shareStateUntil(ctx context.Context, cl *kgo.Client, brokers int, stop <-chan struct{}) error {
+	answered := 0
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			if answered == 0 {
+				return fmt.Errorf("no share-state request was answered")
+			}
+			return nil
+		default:
+		}
+		partition, dcc := int32(i), int32(1000+i)
+		w := writeRequest("group", sharestate.WritePartition{Partition: partition, DeliveryCompleteCount: dcc})
+		w.Version = 1
+		resp, err := cl.Broker(i%brokers).Request(ctx, w)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			continue // the connection broke with the upstream's: a new one is dialled
+		}
+		wp := resp.(*kmsg.WriteShareGroupStateResponse).Topics[0].Partitions[0]
+		if want := dccMessage(dcc, 0); wp.Partition != partition || wp.ErrorMessage == nil || *wp.ErrorMessage != want {
+			return fmt.Errorf("write %d answered %+v, want partition %d, message %q", i, wp, partition, want)
+		}
+		answered++
+	}
+}
