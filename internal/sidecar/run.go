@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
@@ -36,6 +38,8 @@ type Config struct {
 	// ProxyRequireAuthentication answers keys 83–87 only on connections whose SASL authentication the
 	// upstream accepted (kafkawire.ProxyOptions.RequireAuthentication): for a SASL upstream listener.
 	ProxyRequireAuthentication bool
+	// ProxyTLS is the proxy's TLS towards its clients and towards the upstream.
+	ProxyTLS ProxyTLS
 	// HealthAddress serves /livez and /readyz over plain HTTP, for the kubelet's probes; "0" disables it.
 	HealthAddress string
 	// MetricsAddress serves /metrics; "0" disables it. Empty is DefaultSecureMetricsAddress, or
@@ -90,6 +94,9 @@ func (c Config) Validate() error {
 	case (c.ProxyListenAddress == "") != (c.ProxyUpstreamAddress == ""):
 		return errors.New("proxy mode needs both --proxy-listen-address and --proxy-upstream-address")
 	}
+	if err := c.ProxyTLS.validate(); err != nil {
+		return err
+	}
 	return c.validateMetricsAddress()
 }
 
@@ -104,11 +111,12 @@ type kafkaService interface {
 	Serving() bool
 }
 
-// listening is a service and the address it serves on.
+// listening is a service, the address it serves on, and the TLS it terminates (nil: none).
 type listening struct {
 	name    string
 	address string
 	service kafkaService
+	tls     *tls.Config
 }
 
 // Run serves the Kafka protocol (directly, and through the proxy in proxy mode), health and metrics
@@ -118,7 +126,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	services, err := newServices(restCfg, cfg)
+	services, err := newServices(ctx, restCfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -141,6 +149,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 			}
 			stopHTTP()
 			return fmt.Errorf("listening on %s: %w", s.address, err)
+		}
+		if s.tls != nil {
+			ln = tls.NewListener(ln, s.tls)
 		}
 		lns = append(lns, ln)
 	}
@@ -176,7 +187,7 @@ func shutdownAll(ctx context.Context, services []listening) error {
 
 // newServices builds the persister on clients of its own, the server on it, and in proxy mode the
 // proxy on the same persister.
-func newServices(restCfg *rest.Config, cfg Config) ([]listening, error) {
+func newServices(ctx context.Context, restCfg *rest.Config, cfg Config) ([]listening, error) {
 	store, err := newStore(restCfg, cfg)
 	if err != nil {
 		return nil, err
@@ -194,7 +205,26 @@ func newServices(restCfg *rest.Config, cfg Config) ([]listening, error) {
 	if !cfg.ProxyMode() {
 		return services, nil
 	}
+	proxyService, err := newProxy(ctx, store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return append(services, proxyService), nil
+}
+
+// newProxy builds the proxy of proxy mode on store, with its TLS.
+func newProxy(ctx context.Context, store sharestate.Store, cfg Config) (listening, error) {
+	serverTLS, err := cfg.ProxyTLS.serverConfig(ctx, cfg.Logger.WithName("proxy"))
+	if err != nil {
+		return listening{}, err
+	}
+	const dialTimeout = 10 * time.Second
+	dial, err := cfg.ProxyTLS.upstreamDial(dialTimeout)
+	if err != nil {
+		return listening{}, err
+	}
 	proxy, err := kafkawire.NewProxy(kafkawire.ProxyOptions{
+		Dial: dial, DialTimeout: dialTimeout,
 		Store: store, Upstream: cfg.ProxyUpstreamAddress, RequireAuthentication: cfg.ProxyRequireAuthentication,
 		MaxRequestBytes:       cfg.MaxRequestBytes,
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes, RequestTimeout: cfg.RequestTimeout,
@@ -202,10 +232,10 @@ func newServices(restCfg *rest.Config, cfg Config) ([]listening, error) {
 		Registerer: ctrlmetrics.Registry,
 	})
 	if err != nil {
-		return nil, err
+		return listening{}, err
 	}
-	return append(services, listening{name: "the Kafka-protocol proxy to " + cfg.ProxyUpstreamAddress,
-		address: cfg.ProxyListenAddress, service: proxy}), nil
+	return listening{name: "the Kafka-protocol proxy to " + cfg.ProxyUpstreamAddress,
+		address: cfg.ProxyListenAddress, service: proxy, tls: serverTLS}, nil
 }
 
 // newStore builds the persister on clients of its own.

@@ -33,7 +33,9 @@ type ProxyOptions struct {
 	MaxQueuedRequestBytes int64
 	RequestTimeout        time.Duration
 	// RequireAuthentication answers keys 83–87 only on a connection whose SASL authentication the
-	// upstream has accepted (a SaslAuthenticate response with no error); before that such a request
+	// upstream has accepted (a SaslAuthenticate response with no error), or whose TLS client
+	// presented a certificate that was verified (a listener handing the proxy *tls.Conn connections
+	// that require one); otherwise such a request
 	// closes the connection, as a Kafka broker's SASL listener closes one that sends a request before
 	// authenticating. Set it when the upstream listener is SASL: otherwise the proxy would answer
 	// clients the broker would refuse. (SaslHandshake v0, with unframed tokens, is not supported.)

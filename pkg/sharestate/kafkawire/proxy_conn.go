@@ -2,6 +2,7 @@ package kafkawire
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -203,7 +204,7 @@ var errUnauthenticated = errors.New("a share-state request before SASL authentic
 // answerLocally reads a share-state request whole, decodes it and starts it on the local server.
 func (c *proxyConn) answerLocally(key int16) error {
 	s := c.p.local
-	if c.p.opts.RequireAuthentication && !c.authenticated.Load() {
+	if c.p.opts.RequireAuthentication && !c.authenticated.Load() && !verifiedPeer(c.down) {
 		return &refusal{reason: closedUnauthenticated, api: kmsg.NameForKey(key), err: errUnauthenticated}
 	}
 	// What was forwarded before leaves now: this request may wait for the byte budget or its bytes,
@@ -233,6 +234,13 @@ func (c *proxyConn) answerLocally(key int16) error {
 	go s.run(req, ex, int64(size))
 	c.push(owed{corrID: req.header.correlationID, key: key, local: ex})
 	return nil
+}
+
+// verifiedPeer reports whether the downstream is a TLS connection whose client presented a
+// certificate that was verified: an authenticated peer, as for Kafka's SSL client authentication.
+func verifiedPeer(nc net.Conn) bool {
+	tc, ok := nc.(*tls.Conn)
+	return ok && len(tc.ConnectionState().VerifiedChains) > 0
 }
 
 func (c *proxyConn) peekSize() (int, error) {
