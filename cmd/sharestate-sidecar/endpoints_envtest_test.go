@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -16,12 +15,8 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sharestate/sharestate-operator/test/testenv"
@@ -37,12 +32,12 @@ func TestSecureMetrics(t *testing.T) {
 	kubeconfig := sidecarKubeconfig(t, ns)
 	bindClusterScopedSidecarRules(t, ns, "sharestate-sidecar")
 	s := startSidecar(t, ns, sidecarOptions{kubeconfig: kubeconfig, args: []string{"--metrics-secure=true"}})
-	scraper, stranger := serviceAccountToken(t, ns, "scraper"), serviceAccountToken(t, ns, "stranger")
-	allowMetrics(t, ns, "scraper")
+	scraper, stranger := env.ServiceAccountToken(t, ns, "scraper"), env.ServiceAccountToken(t, ns, "stranger")
+	env.AllowMetrics(t, ns, "scraper")
 	url := "https://" + s.metrics + "/metrics"
 	s.waitFor(t, "the metrics listener", func() bool { return dialable(s.metrics) })
 
-	if status, _, err := scrapeURL("http://"+s.metrics+"/metrics", scraper); err == nil && status == http.StatusOK {
+	if status, _, err := testenv.Scrape("http://"+s.metrics+"/metrics", scraper); err == nil && status == http.StatusOK {
 		t.Fatal("/metrics answered over plain HTTP")
 	}
 	for _, tc := range []struct {
@@ -53,13 +48,13 @@ func TestSecureMetrics(t *testing.T) {
 		{"a garbage token", "garbage", http.StatusUnauthorized},
 		{"a service account without access", stranger, http.StatusForbidden},
 	} {
-		status, body, err := scrapeURL(url, tc.token)
+		status, body, err := testenv.Scrape(url, tc.token)
 		if err != nil || status != tc.want {
 			t.Fatalf("%s: status %d (%q, %v), want %d\n%s", tc.name, status, body, err, tc.want, s.logs)
 		}
 	}
 	testenv.Eventually(t, 30*time.Second, func() error { // once the API server's RBAC cache has the binding
-		status, body, err := scrapeURL(url, scraper)
+		status, body, err := testenv.Scrape(url, scraper)
 		switch {
 		case err != nil:
 			return err
@@ -165,72 +160,5 @@ func bindClusterScopedSidecarRules(t *testing.T, ns, name string) {
 	if len(role.Rules) != 2 {
 		t.Fatalf("config/rbac/sidecar/role.yaml has %d rules for token and access reviews, want 2", len(role.Rules))
 	}
-	createClusterRBAC(t, role, ns, name)
-}
-
-// allowMetrics lets service account name of ns get /metrics, as the chart's metrics-reader role does.
-func allowMetrics(t *testing.T, ns, name string) {
-	t.Helper()
-	createClusterRBAC(t, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name + "-metrics-reader"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, ns, name)
-}
-
-// createClusterRBAC creates role and a ClusterRoleBinding of it to service account name of ns, and
-// deletes both when the test ends.
-func createClusterRBAC(t *testing.T, role *rbacv1.ClusterRole, ns, name string) {
-	t.Helper()
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
-	}
-	for _, obj := range []client.Object{role, binding} {
-		if err := env.Client.Create(context.Background(), obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
-	}
-}
-
-// serviceAccountToken creates service account name in ns and returns a token of it.
-func serviceAccountToken(t *testing.T, ns, name string) string {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token.Status.Token
-}
-
-// scrapeURL GETs url with token as a bearer token ("" for none), trusting any certificate (the
-// sidecar's is self-signed), and returns the status and body.
-func scrapeURL(url, token string) (int, string, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a test of authentication, not of the certificate
-	}}
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
+	env.BindClusterRole(t, role, ns, name)
 }

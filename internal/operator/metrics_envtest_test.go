@@ -2,9 +2,7 @@ package operator_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,13 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sharestate/sharestate-operator/internal/operator"
@@ -74,10 +65,10 @@ func startOperator(e *testenv.Env) func() {
 func TestSecureMetricsAnswerAsTheAPIServerDoes(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
-	scraper, stranger := serviceAccountToken(t, ns, "scraper"), serviceAccountToken(t, ns, "stranger")
-	allowMetrics(t, ns, "scraper")
+	scraper, stranger := env.ServiceAccountToken(t, ns, "scraper"), env.ServiceAccountToken(t, ns, "stranger")
+	env.AllowMetrics(t, ns, "scraper")
 	url := "https://" + metricsAddr + "/metrics"
-	testenv.Eventually(t, 30*time.Second, func() error { _, _, err := scrape(url, ""); return err })
+	testenv.Eventually(t, 30*time.Second, func() error { _, _, err := testenv.Scrape(url, ""); return err })
 
 	for _, tc := range []struct {
 		name, token string
@@ -88,7 +79,7 @@ func TestSecureMetricsAnswerAsTheAPIServerDoes(t *testing.T) {
 		{"a JWT-shaped token no one issued", "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln", http.StatusUnauthorized},
 		{"a service account without access", stranger, http.StatusForbidden},
 	} {
-		status, body, err := scrape(url, tc.token)
+		status, body, err := testenv.Scrape(url, tc.token)
 		if err != nil || status != tc.want {
 			t.Fatalf("%s: status %d (%q, %v), want %d", tc.name, status, body, err, tc.want)
 		}
@@ -98,7 +89,7 @@ func TestSecureMetricsAnswerAsTheAPIServerDoes(t *testing.T) {
 	}
 	// The binding takes effect once the API server's RBAC cache has it.
 	testenv.Eventually(t, 30*time.Second, func() error {
-		status, body, err := scrape(url, scraper)
+		status, body, err := testenv.Scrape(url, scraper)
 		switch {
 		case err != nil:
 			return err
@@ -109,66 +100,4 @@ func TestSecureMetricsAnswerAsTheAPIServerDoes(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// scrape GETs url with token as a bearer token ("" for none) and returns the status and body.
-func scrape(url, token string) (int, string, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		// The operator's certificate is self-signed.
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a test of authentication, not of the certificate
-	}}
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
-
-// serviceAccountToken creates service account name in ns and returns a token of it.
-func serviceAccountToken(t *testing.T, ns, name string) string {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token.Status.Token
-}
-
-// allowMetrics lets service account name of ns get /metrics, as the chart's metrics-reader role does.
-func allowMetrics(t *testing.T, ns, name string) {
-	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
-	}
-	for _, obj := range []client.Object{role, binding} {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
-	}
 }

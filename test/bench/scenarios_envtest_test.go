@@ -82,9 +82,11 @@ func TestRunnerMeasuresRawUpdates(t *testing.T) {
 	if !res.OK() {
 		t.Fatalf("raw-update: %+v\n%s", res, log.String())
 	}
-	// One request per write, give or take the writes in flight at the window's edges.
+	// One request per write, give or take the writes in flight at the window's edges. Two windows of
+	// 0.5 s: never shorter; longer by as much as a timer fires late on a loaded machine (a bound that
+	// holds there, yet well below the two windows plus warm-ups counted twice over).
 	if res.Scenario != "raw-update" || res.Writers != 1 || res.RequestsPerWrite < 0.9 || res.RequestsPerWrite > 1.1 ||
-		res.P50Millis <= 0 || res.P99Millis < res.P50Millis || res.Seconds < 1 || res.Seconds > 1.5 {
+		res.P50Millis <= 0 || res.P99Millis < res.P50Millis || res.Seconds < 1 || res.Seconds > 3 {
 		t.Errorf("raw-update: %+v", res)
 	}
 	if math.Abs(res.WritesPerSecond*res.Seconds-float64(res.Writes)) > 1e-6 {

@@ -88,6 +88,7 @@ func (e *Env) Stop() error { return e.env.Stop() }
 // operator's manager, say): it runs before the control plane stops, so nothing holds it up.
 func Run(m *testing.M, set func(*Env) (stop func())) int {
 	flag.Parse()
+	keepFuzzPipesFromChildren()
 	if testing.Short() {
 		set(nil)
 		return m.Run()

@@ -2,6 +2,8 @@ package persister
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
@@ -69,9 +71,26 @@ func (p *Persister) commitRound(s *slot) bool {
 // commit stores ops in one status update and answers each of them.
 func (p *Persister) commit(s *slot, ops []*pendingWrite) {
 	p.metrics.writesPerUpdate.Observe(float64(len(ops)))
-	for i, o := range p.commitWrites(s, ops) {
+	for i, o := range p.commitWritesRecovering(s, ops) {
 		ops[i].done <- o
 	}
+}
+
+// commitWritesRecovering is commitWrites, with a panic (a bug) answered UNKNOWN_SERVER_ERROR to every
+// write of the round and the cached object forgotten: the committer may run on a goroutine of its own,
+// where a panic would take the process down.
+func (p *Persister) commitWritesRecovering(s *slot, ops []*pendingWrite) (outcomes []sharestate.Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error(fmt.Errorf("panic: %v", v), "Committing writes panicked", "partition", s.key.partition, "stack", string(debug.Stack()))
+			s.remember(nil)
+			outcomes = make([]sharestate.Outcome, len(ops))
+			for i := range outcomes {
+				outcomes[i] = sharestate.Fail(sharestate.ErrUnknownServerError, "the persister failed on partition %d: %v", s.key.partition, v)
+			}
+		}
+	}()
+	return p.commitWrites(s, ops)
 }
 
 // commitWrites applies the queued writes, in queue order, to the partition's state and stores the

@@ -3,6 +3,7 @@ package persister
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,7 +54,8 @@ func New(opts Options) (*Persister, error) {
 func (p *Persister) Initialize(ctx context.Context, req sharestate.InitializeRequest) sharestate.InitializeResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
-	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.InitializePartition) sharestate.PartitionResult {
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.InitializePartition) (r sharestate.PartitionResult) {
+		defer p.recoverPartition("initialize", in.Partition, func(pr sharestate.PartitionResult) { r = pr })
 		return p.counted("initialize", in.Partition, p.initialize(ctx, req.GroupID, topic, in))
 	})
 }
@@ -63,7 +65,8 @@ func (p *Persister) Initialize(ctx context.Context, req sharestate.InitializeReq
 func (p *Persister) Read(ctx context.Context, req sharestate.ReadRequest) sharestate.ReadResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
-	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadPartition) sharestate.ReadResult {
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadPartition) (r sharestate.ReadResult) {
+		defer p.recoverPartition("read", in.Partition, func(pr sharestate.PartitionResult) { r = sharestate.ReadResult{PartitionResult: pr, StartOffset: -1} })
 		res := p.read(ctx, req.GroupID, topic, in)
 		res.PartitionResult = p.counted("read", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
 		return res
@@ -75,7 +78,8 @@ func (p *Persister) Read(ctx context.Context, req sharestate.ReadRequest) shares
 func (p *Persister) Write(ctx context.Context, req sharestate.WriteRequest) sharestate.WriteResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
-	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.WritePartition) sharestate.PartitionResult {
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.WritePartition) (r sharestate.PartitionResult) {
+		defer p.recoverPartition("write", in.Partition, func(pr sharestate.PartitionResult) { r = pr })
 		start := time.Now()
 		o := p.write(ctx, req.GroupID, topic, in)
 		p.metrics.writeDuration.Observe(time.Since(start).Seconds())
@@ -87,7 +91,8 @@ func (p *Persister) Write(ctx context.Context, req sharestate.WriteRequest) shar
 func (p *Persister) Delete(ctx context.Context, req sharestate.DeleteRequest) sharestate.DeleteResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
-	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.DeletePartition) sharestate.PartitionResult {
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.DeletePartition) (r sharestate.PartitionResult) {
+		defer p.recoverPartition("delete", in.Partition, func(pr sharestate.PartitionResult) { r = pr })
 		return p.counted("delete", in.Partition, p.delete(ctx, req.GroupID, topic, in))
 	})
 }
@@ -97,11 +102,26 @@ func (p *Persister) Delete(ctx context.Context, req sharestate.DeleteRequest) sh
 func (p *Persister) ReadSummary(ctx context.Context, req sharestate.ReadSummaryRequest) sharestate.ReadSummaryResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
-	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadSummaryPartition) sharestate.ReadSummaryResult {
+	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadSummaryPartition) (r sharestate.ReadSummaryResult) {
+		defer p.recoverPartition("read_summary", in.Partition, func(pr sharestate.PartitionResult) {
+			r = sharestate.ReadSummaryResult{PartitionResult: pr, StartOffset: -1, DeliveryCompleteCount: -1}
+		})
 		res := p.readSummary(ctx, req.GroupID, topic, in)
 		res.PartitionResult = p.counted("read_summary", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
 		return res
 	})
+}
+
+// recoverPartition, deferred by a partition's operation, turns a panic (a bug, never an input the
+// checks let through) into that partition's UNKNOWN_SERVER_ERROR, given to answer, with the stack in
+// the log: the other partitions, the other requests and the process go on.
+func (p *Persister) recoverPartition(op string, partition int32, answer func(sharestate.PartitionResult)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	p.log.Error(fmt.Errorf("panic: %v", v), "A partition's operation panicked", "operation", op, "partition", partition, "stack", string(debug.Stack()))
+	answer(p.counted(op, partition, sharestate.Fail(sharestate.ErrUnknownServerError, "the persister failed on partition %d: %v", partition, v)))
 }
 
 // counted counts the outcome and makes it a partition's result.

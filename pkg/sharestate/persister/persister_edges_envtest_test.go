@@ -3,12 +3,16 @@ package persister_test
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
@@ -93,4 +97,62 @@ func TestInvalidUTF8GroupIDIsRefused(t *testing.T) {
 	expectCode(t, "write", write(t, p, bad, writeOf(0, 0, -1)), sharestate.ErrInvalidRequest)
 	expectCode(t, "summary", summary(t, p, bad, 0).PartitionResult, sharestate.ErrInvalidRequest)
 	expectCode(t, "delete", remove(t, p, bad, 0), sharestate.ErrInvalidRequest)
+}
+
+// A panic in one partition's operation (a bug: here the client panics on status updates of partition
+// 1's object) is that partition's UNKNOWN_SERVER_ERROR; the other partitions of the request are
+// answered as usual, and the persister goes on serving once the cause is gone.
+func TestAPanicFailsOnlyItsPartition(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	c := &panickingClient{Client: newClient(t, env.Config), object: sharestatev1.SharePartitionStateName("g", topicA.String(), 1)}
+	p := newPersisterWithOptions(t, persister.Options{Client: c, Namespace: ns})
+	expectCode(t, "initialize 0", initialize(t, p, "g", 0, 0, -1), sharestate.ErrNone)
+	expectCode(t, "initialize 1", initialize(t, p, "g", 1, 0, -1), sharestate.ErrNone)
+
+	c.panicking.Store(true)
+	resp := p.Read(context.Background(), sharestate.ReadRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.ReadPartition]{
+		{TopicID: topicA, Partitions: []sharestate.ReadPartition{{Partition: 0, LeaderEpoch: 1}, {Partition: 1, LeaderEpoch: 1}}},
+	}})
+	got := resp.Topics[0].Partitions
+	expectCode(t, "read of partition 0", got[0].PartitionResult, sharestate.ErrNone)
+	expectCode(t, "read of partition 1, whose update panics", got[1].PartitionResult, sharestate.ErrUnknownServerError)
+	w := p.Write(context.Background(), sharestate.WriteRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.WritePartition]{
+		{TopicID: topicA, Partitions: []sharestate.WritePartition{{Partition: 1, LeaderEpoch: 1, StartOffset: -1, DeliveryCompleteCount: -1}}},
+	}})
+	expectCode(t, "write of partition 1, whose update panics", w.Topics[0].Partitions[0], sharestate.ErrUnknownServerError)
+
+	c.panicking.Store(false)
+	expectCode(t, "read of partition 1 after", read(t, p, "g", 1, 1).PartitionResult, sharestate.ErrNone)
+	expectCode(t, "write of partition 1 after", write(t, p, "g", persisterWrite(1, acked(1, 1))), sharestate.ErrNone)
+}
+
+// persisterWrite is a Write of partition at state epoch 0, leader epoch 1.
+func persisterWrite(partition int32, batches ...sharestate.StateBatch) sharestate.WritePartition {
+	w := writeOf(0, 1, -1, batches...)
+	w.Partition = partition
+	return w
+}
+
+// panickingClient panics, while panicking is set, on every status update of one object.
+type panickingClient struct {
+	client.Client
+	object    string
+	panicking atomic.Bool
+}
+
+func (c *panickingClient) Status() client.SubResourceWriter {
+	return panickingStatus{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+type panickingStatus struct {
+	client.SubResourceWriter
+	c *panickingClient
+}
+
+func (s panickingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if s.c.panicking.Load() && obj.GetName() == s.c.object {
+		panic("a bug in the status update of " + obj.GetName())
+	}
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
 }
