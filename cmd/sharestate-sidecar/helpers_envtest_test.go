@@ -182,6 +182,18 @@ func (s *sidecar) metric(t testing.TB, sample string) string {
 	return ""
 }
 
+// eventuallyMetric waits until the sample reads want. A connection's close is counted after its
+// socket is closed, so a client that has seen the close may scrape before the count.
+func (s *sidecar) eventuallyMetric(t testing.TB, sample, want string) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if got := s.metric(t, sample); got != want {
+			return fmt.Errorf("%s = %q, want %s", sample, got, want)
+		}
+		return nil
+	})
+}
+
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
