@@ -31,6 +31,21 @@ func parseFlags() *flags {
 	cfg.WriteQPS, cfg.BulkQPS = 200, 100
 	flag.StringVar(&cfg.ListenAddress, "listen-address", kafkawire.DefaultAddress,
 		"address of the Kafka-protocol listener (loopback: the broker in the same pod is its only client)")
+	flag.StringVar(&cfg.ProxyListenAddress, "proxy-listen-address", "",
+		"address of the Kafka-protocol proxy, the one the broker's advertised.listeners names for its inter-broker listener; "+
+			"with --proxy-upstream-address it turns proxy mode on (default: off)")
+	flag.StringVar(&cfg.ProxyUpstreamAddress, "proxy-upstream-address", "",
+		"the broker's real inter-broker listener (on loopback), to which the proxy forwards every request but the share-state ones (API keys 83-87)")
+	flag.BoolVar(&cfg.ProxyRequireAuthentication, "proxy-require-authentication", false,
+		"answer the share-state requests (API keys 83-87) only on proxied connections whose SASL authentication the upstream accepted; "+
+			"set it when the upstream listener is SASL, or the proxy answers clients the broker would refuse")
+	flag.StringVar(&cfg.ProxyTLS.CertFile, "proxy-tls-cert-file", "", "PEM certificate the proxy's listener serves TLS with, read again when it changes (default: plain TCP)")
+	flag.StringVar(&cfg.ProxyTLS.KeyFile, "proxy-tls-key-file", "", "PEM key of --proxy-tls-cert-file")
+	flag.StringVar(&cfg.ProxyTLS.ClientCAFile, "proxy-tls-client-ca-file", "",
+		"PEM CA certificates: the proxy's clients must present a certificate they signed (a verified client counts as authenticated)")
+	flag.BoolVar(&cfg.ProxyTLS.Upstream, "proxy-upstream-tls", false, "speak TLS to the upstream")
+	flag.StringVar(&cfg.ProxyTLS.UpstreamCAFile, "proxy-upstream-tls-ca-file", "", "PEM CA certificates the upstream's certificate is verified with (default: the system's)")
+	flag.StringVar(&cfg.ProxyTLS.UpstreamServerName, "proxy-upstream-tls-server-name", "", "name the upstream's certificate is verified for (default: the upstream address's host)")
 	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
 	flag.StringVar(&cfg.MetricsAddress, "metrics-address", "",
 		`address of /metrics; 0 disables it (default ":8443", or "127.0.0.1:8080" with --metrics-secure=false)`)

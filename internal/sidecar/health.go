@@ -9,8 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-
-	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 )
 
 // probeTimeout bounds one readiness check of the Kubernetes API for a prober that would wait longer
@@ -54,12 +52,15 @@ func APIServerCheck(cfg *rest.Config) (func(context.Context) error, error) {
 	}, nil
 }
 
-// readiness is ready when the server accepts connections and the Kubernetes API answers: without the
-// API every operation would be answered COORDINATOR_NOT_AVAILABLE.
-func readiness(s *kafkawire.Server, apiServer func(context.Context) error) func(context.Context) error {
+// readiness is ready when every Kafka-protocol listener (the server's, and the proxy's in proxy
+// mode) accepts connections and the Kubernetes API answers: without the API every operation would
+// be answered COORDINATOR_NOT_AVAILABLE.
+func readiness(services []listening, apiServer func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if !s.Serving() {
-			return fmt.Errorf("the Kafka-protocol listener is not serving")
+		for _, s := range services {
+			if !s.service.Serving() {
+				return fmt.Errorf("%s on %s is not serving", s.name, s.address)
+			}
 		}
 		return apiServer(ctx)
 	}

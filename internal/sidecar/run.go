@@ -2,9 +2,11 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -17,6 +19,7 @@ import (
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
@@ -27,6 +30,16 @@ type Config struct {
 	// ListenAddress is where the Kafka protocol is served; loopback by default, since its only
 	// client is the broker in the same pod.
 	ListenAddress string
+	// ProxyListenAddress and ProxyUpstreamAddress, set together, turn proxy mode on beside the direct
+	// listener: every connection to ProxyListenAddress is forwarded to ProxyUpstreamAddress (the
+	// broker's real inter-broker listener), except API keys 83–87, which the persister answers.
+	ProxyListenAddress   string
+	ProxyUpstreamAddress string
+	// ProxyRequireAuthentication answers keys 83–87 only on connections whose SASL authentication the
+	// upstream accepted (kafkawire.ProxyOptions.RequireAuthentication): for a SASL upstream listener.
+	ProxyRequireAuthentication bool
+	// ProxyTLS is the proxy's TLS towards its clients and towards the upstream.
+	ProxyTLS ProxyTLS
 	// HealthAddress serves /livez and /readyz over plain HTTP, for the kubelet's probes; "0" disables it.
 	HealthAddress string
 	// MetricsAddress serves /metrics; "0" disables it. Empty is DefaultSecureMetricsAddress, or
@@ -78,17 +91,42 @@ func (c Config) Validate() error {
 	case c.Identity.PodName == "":
 		// Without it the operator cannot tell when this broker is gone, and never fences its partitions.
 		return errors.New("the pod name is required (--pod-name, or POD_NAME from the downward API)")
+	case (c.ProxyListenAddress == "") != (c.ProxyUpstreamAddress == ""):
+		return errors.New("proxy mode needs both --proxy-listen-address and --proxy-upstream-address")
+	}
+	if err := c.ProxyTLS.validate(); err != nil {
+		return err
 	}
 	return c.validateMetricsAddress()
 }
 
-// Run serves the Kafka protocol, health and metrics until ctx ends, then shuts down: it stops
-// accepting, reports not ready, drains the requests in flight (at most ShutdownTimeout), and returns.
+// ProxyMode reports whether the configuration turns proxy mode on.
+func (c Config) ProxyMode() bool { return c.ProxyListenAddress != "" && c.ProxyUpstreamAddress != "" }
+
+// kafkaService is a Kafka-protocol service of the sidecar on a listener of its own: the direct
+// server, or the proxy.
+type kafkaService interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Serving() bool
+}
+
+// listening is a service, the address it serves on, and the TLS it terminates (nil: none).
+type listening struct {
+	name    string
+	address string
+	service kafkaService
+	tls     *tls.Config
+}
+
+// Run serves the Kafka protocol (directly, and through the proxy in proxy mode), health and metrics
+// until ctx ends, then shuts down: it stops accepting, reports not ready, drains the requests in
+// flight (at most ShutdownTimeout), and returns.
 func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	srv, err := newServer(restCfg, cfg)
+	services, err := newServices(ctx, restCfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -96,20 +134,32 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	// The probes answer before the Kafka listener does: not ready until it serves.
-	errs := make(chan error, 3)
-	stopHTTP, err := serveEndpoints(restCfg, cfg, readiness(srv, apiServer), errs)
+	// The probes answer before the Kafka listeners do: not ready until they serve.
+	errs := make(chan error, 2+len(services))
+	stopHTTP, err := serveEndpoints(restCfg, cfg, readiness(services, apiServer), errs)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.ListenAddress)
-	if err != nil {
-		stopHTTP()
-		return fmt.Errorf("listening on %s: %w", cfg.ListenAddress, err)
+	lns := make([]net.Listener, 0, len(services))
+	for _, s := range services {
+		ln, err := net.Listen("tcp", s.address)
+		if err != nil {
+			for _, l := range lns {
+				_ = l.Close()
+			}
+			stopHTTP()
+			return fmt.Errorf("listening on %s: %w", s.address, err)
+		}
+		if s.tls != nil {
+			ln = tls.NewListener(ln, s.tls)
+		}
+		lns = append(lns, ln)
 	}
-	go func() { errs <- srv.Serve(ln) }()
-	cfg.Logger.Info("Serving the share-state persister over the Kafka protocol", "address", ln.Addr().String(),
-		"namespace", cfg.Namespace, "brokerId", cfg.Identity.BrokerID, "pod", cfg.Identity.PodName)
+	for i, s := range services {
+		go func() { errs <- s.service.Serve(lns[i]) }()
+		cfg.Logger.Info("Serving "+s.name, "address", lns[i].Addr().String(), "namespace", cfg.Namespace,
+			"brokerId", cfg.Identity.BrokerID, "pod", cfg.Identity.PodName)
+	}
 
 	var runErr error
 	select {
@@ -119,15 +169,77 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	cfg.Logger.Info("Shutting down", "drainTimeout", cfg.ShutdownTimeout)
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(drainCtx); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
+	runErr = errors.Join(runErr, shutdownAll(drainCtx, services))
 	stopHTTP()
 	return runErr
 }
 
-// newServer builds the persister on a client of its own, and the server on it.
-func newServer(restCfg *rest.Config, cfg Config) (*kafkawire.Server, error) {
+// shutdownAll drains every service at once, under the same deadline.
+func shutdownAll(ctx context.Context, services []listening) error {
+	errs := make([]error, len(services))
+	var wg sync.WaitGroup
+	for i, s := range services {
+		wg.Go(func() { errs[i] = s.service.Shutdown(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// newServices builds the persister on clients of its own, the server on it, and in proxy mode the
+// proxy on the same persister.
+func newServices(ctx context.Context, restCfg *rest.Config, cfg Config) ([]listening, error) {
+	store, err := newStore(restCfg, cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := kafkawire.NewServer(kafkawire.ServerOptions{
+		Store: store, MaxRequestBytes: cfg.MaxRequestBytes, MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
+		IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
+		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
+		Registerer: ctrlmetrics.Registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	services := []listening{{name: "the share-state persister over the Kafka protocol", address: cfg.ListenAddress, service: srv}}
+	if !cfg.ProxyMode() {
+		return services, nil
+	}
+	proxyService, err := newProxy(ctx, store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return append(services, proxyService), nil
+}
+
+// newProxy builds the proxy of proxy mode on store, with its TLS.
+func newProxy(ctx context.Context, store sharestate.Store, cfg Config) (listening, error) {
+	serverTLS, err := cfg.ProxyTLS.serverConfig(ctx, cfg.Logger.WithName("proxy"))
+	if err != nil {
+		return listening{}, err
+	}
+	const dialTimeout = 10 * time.Second
+	dial, err := cfg.ProxyTLS.upstreamDial(dialTimeout)
+	if err != nil {
+		return listening{}, err
+	}
+	proxy, err := kafkawire.NewProxy(kafkawire.ProxyOptions{
+		Dial: dial, DialTimeout: dialTimeout,
+		Store: store, Upstream: cfg.ProxyUpstreamAddress, RequireAuthentication: cfg.ProxyRequireAuthentication,
+		MaxRequestBytes:       cfg.MaxRequestBytes,
+		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes, RequestTimeout: cfg.RequestTimeout,
+		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("proxy"),
+		Registerer: ctrlmetrics.Registry,
+	})
+	if err != nil {
+		return listening{}, err
+	}
+	return listening{name: "the Kafka-protocol proxy to " + cfg.ProxyUpstreamAddress,
+		address: cfg.ProxyListenAddress, service: proxy, tls: serverTLS}, nil
+}
+
+// newStore builds the persister on clients of its own.
+func newStore(restCfg *rest.Config, cfg Config) (*persister.Persister, error) {
 	scheme := k8sruntime.NewScheme()
 	if err := sharestatev1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -140,19 +252,10 @@ func newServer(restCfg *rest.Config, cfg Config) (*kafkawire.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := persister.New(persister.Options{
+	return persister.New(persister.Options{
 		Client: writes, BulkClient: bulk, Namespace: cfg.Namespace, Identity: cfg.Identity,
 		OperationTimeout: cfg.OperationTimeout, MaxPendingWrites: cfg.MaxPendingWrites, MaxCacheBytes: cfg.MaxCacheBytes,
 		Registerer: ctrlmetrics.Registry, Logger: cfg.Logger.WithName("persister"),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return kafkawire.NewServer(kafkawire.ServerOptions{
-		Store: store, MaxRequestBytes: cfg.MaxRequestBytes, MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
-		IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
-		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
-		Registerer: ctrlmetrics.Registry,
 	})
 }
 

@@ -120,11 +120,17 @@ func (s *Server) Serve(ln net.Listener) error {
 		_ = ln.Close()
 		return ErrServerClosed
 	}
+	return acceptLoop(ln, &s.closing, s.log, s.start)
+}
+
+// acceptLoop accepts connections on ln and hands each to start, until ln fails: then it returns
+// ErrServerClosed if closing is set (a shutdown closed ln), or the error.
+func acceptLoop(ln net.Listener, closing *atomic.Bool, log logr.Logger, start func(net.Conn)) error {
 	backoff := time.Duration(0)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if s.closing.Load() {
+			if closing.Load() {
 				return ErrServerClosed
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -132,12 +138,12 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			// Out of file descriptors, say: wait and try again rather than give up serving.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Error(err, "Accepting a connection failed", "retryIn", backoff)
+			log.Error(err, "Accepting a connection failed", "retryIn", backoff)
 			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
-		s.start(nc)
+		start(nc)
 	}
 }
 

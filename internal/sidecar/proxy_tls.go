@@ -1,0 +1,93 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+)
+
+// ProxyTLS is the proxy's TLS, both ways. Towards its clients (the other brokers), TLS is terminated
+// with CertFile and KeyFile, read again whenever they change; with ClientCAFile, every client must
+// present a certificate that CA signed. Towards the upstream, with Upstream, the proxy speaks TLS,
+// verifying the broker's certificate against UpstreamCAFile (default: the system's roots) for
+// UpstreamServerName (default: the upstream address's host).
+type ProxyTLS struct {
+	CertFile, KeyFile, ClientCAFile string
+
+	Upstream           bool
+	UpstreamCAFile     string
+	UpstreamServerName string
+}
+
+func (t ProxyTLS) validate() error {
+	switch {
+	case (t.CertFile == "") != (t.KeyFile == ""):
+		return errors.New("--proxy-tls-cert-file and --proxy-tls-key-file go together")
+	case t.ClientCAFile != "" && t.CertFile == "":
+		return errors.New("--proxy-tls-client-ca-file needs --proxy-tls-cert-file and --proxy-tls-key-file")
+	case !t.Upstream && (t.UpstreamCAFile != "" || t.UpstreamServerName != ""):
+		return errors.New("--proxy-upstream-tls-ca-file and --proxy-upstream-tls-server-name need --proxy-upstream-tls")
+	}
+	return nil
+}
+
+// serverConfig is the TLS the proxy terminates, nil for none. The certificate is watched until ctx
+// ends.
+func (t ProxyTLS) serverConfig(ctx context.Context, log logr.Logger) (*tls.Config, error) {
+	if t.CertFile == "" {
+		return nil, nil
+	}
+	watcher, err := certwatcher.New(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the proxy's certificate: %w", err)
+	}
+	go func() {
+		if err := watcher.Start(ctx); err != nil {
+			log.Error(err, "Watching the proxy's certificate failed; the one loaded last is served")
+		}
+	}()
+	cfg := &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12}
+	if t.ClientCAFile != "" {
+		if cfg.ClientCAs, err = certPool(t.ClientCAFile); err != nil {
+			return nil, err
+		}
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// upstreamDial dials the upstream over TLS, nil for plain TCP.
+func (t ProxyTLS) upstreamDial(timeout time.Duration) (func(ctx context.Context, network, address string) (net.Conn, error), error) {
+	if !t.Upstream {
+		return nil, nil
+	}
+	cfg := &tls.Config{ServerName: t.UpstreamServerName, MinVersion: tls.VersionTLS12}
+	if t.UpstreamCAFile != "" {
+		var err error
+		if cfg.RootCAs, err = certPool(t.UpstreamCAFile); err != nil {
+			return nil, err
+		}
+	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
+	return d.DialContext, nil
+}
+
+func certPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA certificates: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no PEM certificate in %s", file)
+	}
+	return pool, nil
+}

@@ -1,0 +1,218 @@
+package kafkawire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+)
+
+// ProxyOptions configure a Proxy. Store and Upstream are required; the rest have defaults.
+type ProxyOptions struct {
+	// Store answers the five share-state operations (API keys 83–87).
+	Store sharestate.Store
+	// Upstream is the address every other request is forwarded to: the broker's own listener.
+	Upstream string
+	// Dial connects to Upstream (default: a net.Dialer with DialTimeout).
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// DialTimeout bounds the connection to Upstream (default 10s); a failure closes the downstream
+	// connection that needed it.
+	DialTimeout time.Duration
+	// MaxRequestBytes, MaxQueuedRequestBytes and RequestTimeout bound the requests answered here, as
+	// the Server's options of the same names do. Forwarded requests are not bounded here: the
+	// upstream applies its own socket.request.max.bytes.
+	MaxRequestBytes       int32
+	MaxQueuedRequestBytes int64
+	RequestTimeout        time.Duration
+	// RequireAuthentication answers keys 83–87 only on a connection whose SASL authentication the
+	// upstream has accepted (a SaslAuthenticate response with no error), or whose TLS client
+	// presented a certificate that was verified (a listener handing the proxy *tls.Conn connections
+	// that require one); otherwise such a request
+	// closes the connection, as a Kafka broker's SASL listener closes one that sends a request before
+	// authenticating. Set it when the upstream listener is SASL: otherwise the proxy would answer
+	// clients the broker would refuse. (SaslHandshake v0, with unframed tokens, is not supported.)
+	RequireAuthentication bool
+	// MaxInFlightPerConnection bounds the requests of one connection forwarded or answered and not
+	// yet responded to (default 1024); beyond it the proxy stops reading that connection.
+	MaxInFlightPerConnection int
+	// Logger receives what the proxy swallows (default: discard).
+	Logger logr.Logger
+	// Registerer, when set, gets the proxy's metrics (sharestate_proxy_*) and those of the requests
+	// it answers itself (sharestate_sidecar_requests_total and its siblings).
+	Registerer prometheus.Registerer
+}
+
+func (o *ProxyOptions) setDefaults() error {
+	if o.Upstream == "" {
+		return errors.New("kafkawire: ProxyOptions.Upstream is required")
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 10 * time.Second
+	}
+	if o.Dial == nil {
+		d := &net.Dialer{Timeout: o.DialTimeout}
+		o.Dial = d.DialContext
+	}
+	if o.MaxInFlightPerConnection <= 0 {
+		o.MaxInFlightPerConnection = 1024
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return nil
+}
+
+// Proxy is a Kafka-protocol proxy in front of a broker: every request of a downstream connection is
+// forwarded byte for byte on an upstream connection of its own, except the five share-state
+// requests, which are answered from the Store, and ApiVersions, whose answer is forwarded with the
+// share-state APIs' versions replaced by those served here. Responses leave in request order on
+// each connection, as Kafka's clients require.
+type Proxy struct {
+	opts    ProxyOptions
+	log     logr.Logger
+	metrics *proxyMetrics
+	// local answers the share-state requests: its decoding, store calls, byte budget and metrics.
+	// It has no listener of its own.
+	local *Server
+
+	closing   atomic.Bool
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*proxyConn]struct{}
+	wg        sync.WaitGroup // one per connection
+}
+
+// NewProxy returns a Proxy, its metrics registered on opts.Registerer.
+func NewProxy(opts ProxyOptions) (*Proxy, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	local, err := NewServer(ServerOptions{
+		Store: opts.Store, MaxRequestBytes: opts.MaxRequestBytes, MaxQueuedRequestBytes: opts.MaxQueuedRequestBytes,
+		RequestTimeout: opts.RequestTimeout, Logger: opts.Logger, Registerer: opts.Registerer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := newProxyMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("registering the proxy's metrics: %w", err)
+	}
+	return &Proxy{
+		opts: opts, log: opts.Logger, metrics: metrics, local: local,
+		listeners: map[net.Listener]struct{}{}, conns: map[*proxyConn]struct{}{},
+	}, nil
+}
+
+// Serve accepts connections on ln until Shutdown, and then returns ErrServerClosed.
+func (p *Proxy) Serve(ln net.Listener) error {
+	p.mu.Lock()
+	if p.closing.Load() {
+		p.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	p.listeners[ln] = struct{}{}
+	p.mu.Unlock()
+	return acceptLoop(ln, &p.closing, p.log, p.start)
+}
+
+// start connects a new downstream connection to the upstream and serves it, on a goroutine of its
+// own, unless the proxy is shutting down.
+func (p *Proxy) start(down net.Conn) {
+	p.mu.Lock()
+	if p.closing.Load() {
+		p.mu.Unlock()
+		_ = down.Close()
+		return
+	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		c, err := p.connect(down)
+		if err != nil {
+			p.metrics.upstreamDialErrors.Inc()
+			p.metrics.connectionsClosed.WithLabelValues(closedUpstreamDial).Inc()
+			p.log.Info("Connecting to the upstream failed; closed the downstream connection",
+				"remote", down.RemoteAddr().String(), "upstream", p.opts.Upstream, "error", err.Error())
+			_ = down.Close()
+			return
+		}
+		p.metrics.connectionsOpen.Inc()
+		reason := c.serve()
+		p.metrics.connectionsOpen.Dec()
+		p.metrics.connectionsClosed.WithLabelValues(reason).Inc()
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+	}()
+}
+
+// connect dials the upstream for down and registers the pair; a shutdown that began meanwhile
+// refuses it.
+func (p *Proxy) connect(down net.Conn) (*proxyConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
+	defer cancel()
+	up, err := p.opts.Dial(ctx, "tcp", p.opts.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	c := newProxyConn(p, down, up)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing.Load() {
+		c.closeBoth()
+		return nil, errStopping
+	}
+	p.conns[c] = struct{}{}
+	return c, nil
+}
+
+// Shutdown stops accepting connections and reading requests, and waits until every request already
+// read is answered (by the upstream or here) and its connection closed. If ctx ends first, it
+// cancels the requests answered here, closes every connection, and returns ctx's error once the
+// connections are gone.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	p.closing.Store(true)
+	for ln := range p.listeners {
+		_ = ln.Close()
+	}
+	for c := range p.conns {
+		c.stopReading()
+	}
+	p.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() { p.wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+		return p.local.Shutdown(ctx)
+	case <-ctx.Done():
+	}
+	// The local server holds no connections: its Shutdown only cancels the store calls in flight.
+	_ = p.local.Shutdown(context.Background())
+	p.mu.Lock()
+	for c := range p.conns {
+		c.closeBoth()
+	}
+	p.mu.Unlock()
+	<-drained
+	return fmt.Errorf("kafkawire: proxy shutdown cut short: %w", ctx.Err())
+}
+
+// Serving reports whether the proxy accepts connections: between Serve and Shutdown.
+func (p *Proxy) Serving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.closing.Load() && len(p.listeners) > 0
+}

@@ -1,0 +1,330 @@
+package kafkawire
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Why a proxied connection is closed, beyond the Server's reasons (server_dispatch.go).
+const (
+	closedUpstreamDial   = "upstream_dial_error"
+	closedUpstreamClosed = "upstream_closed"
+	closedUpstreamError  = "upstream_protocol_error"
+	// closedUnauthenticated: a share-state request before SASL authentication (RequireAuthentication).
+	closedUnauthenticated = "unauthenticated"
+)
+
+// proxyConn is one downstream connection and the upstream connection it owns. Two goroutines run it,
+// each a copy loop. The reader reads the downstream's requests: it forwards each one upstream as its
+// bytes arrive, or reads and decodes a share-state request and starts it on the local server; either
+// way it queues what the response will be, in request order. The writer takes the queue in that
+// order and, for each entry, streams the upstream's response to the downstream or writes the local
+// answer once it is ready, so a quick local answer waits behind slower upstream ones. A third
+// goroutine, upstreamWatch, only waits for the upstream's next response header, so the writer learns
+// of an upstream that closes while nothing is in flight.
+type proxyConn struct {
+	p        *Proxy
+	down, up net.Conn
+
+	downR *bufio.Reader // the reader's
+	upW   *bufio.Writer // the reader's
+	upR   *bufio.Reader // upstreamWatch's while it waits, the writer's while it streams a response
+	downW *bufio.Writer // the writer's
+
+	queue chan owed
+	// upReady carries, for each upstream response, nil once its header has arrived, or the error
+	// that ended the upstream; consumed hands upR back once the writer has streamed the response.
+	upReady  chan error
+	consumed chan struct{}
+	closed   chan struct{}
+
+	// authenticated is set by the writer once the upstream accepted a SaslAuthenticate, before the
+	// client sees that answer: a client sends its next request only after it, so the reader sees it.
+	authenticated atomic.Bool
+
+	closeOnce sync.Once
+	mu        sync.Mutex // orders stopReading against the reader's deadline changes
+	stopping  bool
+	inFrame   bool
+}
+
+// owed is a response owed to the downstream, in request order: the upstream's response to
+// corrID, or the local exchange's answer.
+type owed struct {
+	corrID  int32
+	key     int16
+	version int16
+	local   *exchange
+}
+
+func newProxyConn(p *Proxy, down, up net.Conn) *proxyConn {
+	return &proxyConn{
+		p: p, down: down, up: up,
+		downR: bufio.NewReaderSize(down, 64<<10), upW: bufio.NewWriterSize(up, 64<<10),
+		upR: bufio.NewReaderSize(up, 64<<10), downW: bufio.NewWriterSize(down, 64<<10),
+		queue:   make(chan owed, p.opts.MaxInFlightPerConnection),
+		upReady: make(chan error), consumed: make(chan struct{}), closed: make(chan struct{}),
+	}
+}
+
+// closeBoth closes both connections, which wakes every goroutine of the pair.
+func (c *proxyConn) closeBoth() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		_ = c.down.Close()
+		_ = c.up.Close()
+	})
+}
+
+// serve runs the pair until either side ends, and returns why.
+func (c *proxyConn) serve() string {
+	writerDone := make(chan string, 1)
+	go c.upstreamWatch()
+	go func() { writerDone <- c.writeLoop() }()
+	reason, drain := c.readLoop()
+	if !drain {
+		c.closeBoth()
+	}
+	close(c.queue)
+	if wr := <-writerDone; wr != "" {
+		reason = wr
+	}
+	c.closeBoth()
+	return reason
+}
+
+// readLoop forwards or answers requests until the downstream ends or must be closed. It returns why,
+// and whether the responses already owed should still be written before the close (a shutdown, a
+// refused request) or the pair closed at once (the downstream is gone or broken).
+func (c *proxyConn) readLoop() (reason string, drain bool) {
+	for {
+		if err := c.waitForFrame(); err != nil {
+			return c.readFailure(err)
+		}
+		head, err := c.downR.Peek(4)
+		if err != nil {
+			return c.readFailure(unexpected(err))
+		}
+		// A request is at least its header's key, version and correlation id.
+		size := int32(binary.BigEndian.Uint32(head))
+		if size < 0 {
+			return c.readFailure(&FrameSizeError{Size: size, Max: c.p.local.opts.MaxRequestBytes})
+		}
+		if size < 8 {
+			return c.readFailure(errShortHeader)
+		}
+		if head, err = c.downR.Peek(12); err != nil {
+			return c.readFailure(unexpected(err))
+		}
+		key := int16(binary.BigEndian.Uint16(head[4:]))
+		version := int16(binary.BigEndian.Uint16(head[6:]))
+		corrID := int32(binary.BigEndian.Uint32(head[8:]))
+		if isShareStateKey(key) {
+			err = c.answerLocally(key)
+		} else {
+			err = c.forward(int64(size)+4, key, version, corrID)
+		}
+		if err != nil {
+			var r *refusal
+			if errors.As(err, &r) {
+				return c.refuse(r), true
+			}
+			return c.readFailure(err)
+		}
+	}
+}
+
+func isShareStateKey(key int16) bool {
+	return key >= KeyInitializeShareGroupState && key <= KeyReadShareGroupStateSummary
+}
+
+// waitForFrame waits until the downstream's next frame begins, flushing what was forwarded first.
+func (c *proxyConn) waitForFrame() error {
+	if c.downR.Buffered() == 0 {
+		if err := c.upW.Flush(); err != nil {
+			return fmt.Errorf("writing upstream: %w", err)
+		}
+	}
+	if err := c.betweenFrames(); err != nil {
+		return err
+	}
+	if _, err := c.downR.Peek(1); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.isStopping() {
+			return errStopping
+		}
+		return err
+	}
+	return c.enterFrame()
+}
+
+// forward queues the upstream's response (unless the request gets none) and copies the request's
+// frame, length bytes with its size field, upstream.
+func (c *proxyConn) forward(length int64, key, version int16, corrID int32) error {
+	respond := true
+	if key == keyProduce {
+		var err error
+		if respond, err = c.produceResponds(length, version); err != nil {
+			return &refusal{reason: closedMalformed, api: "Produce", err: err}
+		}
+	}
+	if respond {
+		c.push(owed{corrID: corrID, key: key, version: version})
+	}
+	c.p.metrics.request(key, routeForwarded)
+	n, err := io.CopyN(c.upW, c.downR, length)
+	c.p.metrics.bytesToUpstream.Add(float64(n))
+	if err != nil {
+		return fmt.Errorf("forwarding a request upstream: %w", unexpected(err))
+	}
+	return nil
+}
+
+// produceResponds reads, without consuming it, the start of a Produce request up to its acks.
+func (c *proxyConn) produceResponds(length int64, version int16) (bool, error) {
+	prefix, err := c.downR.Peek(int(min(length, int64(c.downR.Size()))))
+	if err != nil {
+		return false, unexpected(err)
+	}
+	return produceExpectsResponse(prefix[4:], version)
+}
+
+var errUnauthenticated = errors.New("a share-state request before SASL authentication")
+
+// answerLocally reads a share-state request whole, decodes it and starts it on the local server.
+func (c *proxyConn) answerLocally(key int16) error {
+	s := c.p.local
+	if c.p.opts.RequireAuthentication && !c.authenticated.Load() && !verifiedPeer(c.down) {
+		return &refusal{reason: closedUnauthenticated, api: kmsg.NameForKey(key), err: errUnauthenticated}
+	}
+	// What was forwarded before leaves now: this request may wait for the byte budget or its bytes,
+	// and the upstream's answers to the earlier requests must not wait with it.
+	if err := c.upW.Flush(); err != nil {
+		return fmt.Errorf("writing upstream: %w", err)
+	}
+	size, err := c.peekSize()
+	if err != nil {
+		return err
+	}
+	if err := s.queued.Acquire(s.ctx, int64(size)); err != nil {
+		return errStopping
+	}
+	frame, err := ReadFrame(c.downR, s.opts.MaxRequestBytes)
+	if err != nil {
+		s.queued.Release(int64(size))
+		return err
+	}
+	req, err := decodeRecovering(frame)
+	if err != nil {
+		s.queued.Release(int64(size))
+		return err
+	}
+	ex := &exchange{done: make(chan struct{})}
+	c.p.metrics.request(key, routeAnswered)
+	go s.run(req, ex, int64(size))
+	c.push(owed{corrID: req.header.correlationID, key: key, local: ex})
+	return nil
+}
+
+// verifiedPeer reports whether the downstream is a TLS connection whose client presented a
+// certificate that was verified: an authenticated peer, as for Kafka's SSL client authentication.
+func verifiedPeer(nc net.Conn) bool {
+	tc, ok := nc.(*tls.Conn)
+	return ok && len(tc.ConnectionState().VerifiedChains) > 0
+}
+
+func (c *proxyConn) peekSize() (int, error) {
+	field, err := c.downR.Peek(4)
+	if err != nil {
+		return 0, unexpected(err)
+	}
+	return FrameSize([4]byte(field), c.p.local.opts.MaxRequestBytes)
+}
+
+// push queues a response owed. When the queue is full it waits for the writer, after flushing what
+// was forwarded: the responses the writer waits for may be to those very requests.
+func (c *proxyConn) push(pd owed) {
+	c.p.metrics.inFlight.Inc()
+	select {
+	case c.queue <- pd:
+		return
+	default:
+	}
+	_ = c.upW.Flush() // an error shows on the next write
+	c.queue <- pd
+}
+
+// betweenFrames clears the read deadline, unless the proxy is stopping.
+func (c *proxyConn) betweenFrames() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return errStopping
+	}
+	c.inFrame = false
+	return c.down.SetReadDeadline(time.Time{})
+}
+
+// enterFrame marks a frame begun: a shutdown lets the reader finish it.
+func (c *proxyConn) enterFrame() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return errStopping
+	}
+	c.inFrame = true
+	return nil
+}
+
+// stopReading makes the reader stop before its next frame: at once when it is waiting for one.
+func (c *proxyConn) stopReading() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopping = true
+	if !c.inFrame {
+		_ = c.down.SetReadDeadline(time.Now())
+	}
+}
+
+func (c *proxyConn) isStopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopping
+}
+
+// readFailure names why reading ended, and whether the responses owed are still written.
+func (c *proxyConn) readFailure(err error) (string, bool) {
+	var size *FrameSizeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return closedByPeer, false
+	case errors.Is(err, errStopping):
+		return closedShutdown, true
+	case errors.Is(err, errShortHeader):
+		c.p.log.Info("Closed a connection that sent a frame too short for a request header", "remote", c.down.RemoteAddr().String())
+		return closedMalformed, true
+	case errors.As(err, &size):
+		c.p.log.Info("Closed a connection that sent an oversized or malformed frame", "remote", c.down.RemoteAddr().String(), "size", size.Size, "max", size.Max)
+		return closedMalformed, true
+	default:
+		c.p.log.V(1).Info("Reading from a connection failed", "remote", c.down.RemoteAddr().String(), "error", err.Error())
+		return closedReadError, false
+	}
+}
+
+// refuse logs a request the proxy does not answer; the connection closes after the responses owed.
+func (c *proxyConn) refuse(r *refusal) string {
+	c.p.log.Info("Closed a connection that sent a request the proxy does not serve", "remote", c.down.RemoteAddr().String(),
+		"reason", r.reason, "error", r.err.Error())
+	return r.reason
+}

@@ -1,0 +1,96 @@
+package kafkawire
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharestate/sharestate-operator/internal/metricsreg"
+)
+
+// The routes of the proxy's requests metric.
+const (
+	routeForwarded = "forwarded"
+	routeAnswered  = "answered"
+)
+
+// proxyMetrics are a Proxy's metrics. The api label takes Kafka's API names ("Unknown" for a key
+// kmsg does not know), so its values are bounded.
+type proxyMetrics struct {
+	requestsTotal      *prometheus.CounterVec
+	upstreamDialErrors prometheus.Counter
+	connectionsOpen    prometheus.Gauge
+	connectionsClosed  *prometheus.CounterVec
+	inFlight           prometheus.Gauge
+	bytesToUpstream    prometheus.Counter
+	bytesFromUpstream  prometheus.Counter
+
+	// counters caches requestsTotal's children by route and key: the per-request cost is a map read.
+	counters sync.Map // counterKey -> prometheus.Counter
+}
+
+type counterKey struct {
+	key   int16
+	route string
+}
+
+func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
+	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sharestate_proxy_forwarded_bytes_total",
+		Help: "Bytes of forwarded requests and of the upstream's responses, by direction.",
+	}, []string{"direction"})
+	m := &proxyMetrics{
+		requestsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sharestate_proxy_requests_total",
+			Help: "Requests through the proxy, by API and route: forwarded to the upstream, or answered by the proxy.",
+		}, []string{"api", "route"}),
+		upstreamDialErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sharestate_proxy_upstream_dial_errors_total",
+			Help: "Failed connections to the upstream; each closed the downstream connection that needed it.",
+		}),
+		connectionsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sharestate_proxy_connections",
+			Help: "Open downstream connections (each with its upstream connection).",
+		}),
+		connectionsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sharestate_proxy_connections_closed_total",
+			Help: "Downstream connections closed, by reason.",
+		}, []string{"reason"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sharestate_proxy_requests_in_flight",
+			Help: "Requests read and not yet responded to, over all connections.",
+		}),
+	}
+	var err error
+	if reg != nil {
+		bytes, err = metricsreg.Register(reg, bytes)
+		regs := []func() error{
+			func() (e error) { m.requestsTotal, e = metricsreg.Register(reg, m.requestsTotal); return },
+			func() (e error) { m.upstreamDialErrors, e = metricsreg.Register(reg, m.upstreamDialErrors); return },
+			func() (e error) { m.connectionsOpen, e = metricsreg.Register(reg, m.connectionsOpen); return },
+			func() (e error) { m.connectionsClosed, e = metricsreg.Register(reg, m.connectionsClosed); return },
+			func() (e error) { m.inFlight, e = metricsreg.Register(reg, m.inFlight); return },
+		}
+		for _, r := range regs {
+			if err == nil {
+				err = r()
+			}
+		}
+	}
+	m.bytesToUpstream = bytes.WithLabelValues("request")
+	m.bytesFromUpstream = bytes.WithLabelValues("response")
+	return m, err
+}
+
+// request counts a request by API key and route.
+func (m *proxyMetrics) request(key int16, route string) {
+	k := counterKey{key, route}
+	if c, ok := m.counters.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := m.requestsTotal.WithLabelValues(kmsg.NameForKey(key), route)
+	m.counters.Store(k, c)
+	c.Inc()
+}
