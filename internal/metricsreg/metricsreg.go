@@ -21,3 +21,13 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	}
 	return c, err
 }
+
+// Into registers *c on reg as Register does and puts the collector to use back into *c, unless *err
+// already holds an error; a failure is left in *err. A constructor registers its metrics in a row
+// and checks the error once. A nil reg registers nothing.
+func Into[C prometheus.Collector](reg prometheus.Registerer, err *error, c *C) {
+	if reg == nil || *err != nil {
+		return
+	}
+	*c, *err = Register(reg, *c)
+}

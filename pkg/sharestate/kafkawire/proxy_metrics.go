@@ -63,21 +63,12 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 		}),
 	}
 	var err error
-	if reg != nil {
-		bytes, err = metricsreg.Register(reg, bytes)
-		regs := []func() error{
-			func() (e error) { m.requestsTotal, e = metricsreg.Register(reg, m.requestsTotal); return },
-			func() (e error) { m.upstreamDialErrors, e = metricsreg.Register(reg, m.upstreamDialErrors); return },
-			func() (e error) { m.connectionsOpen, e = metricsreg.Register(reg, m.connectionsOpen); return },
-			func() (e error) { m.connectionsClosed, e = metricsreg.Register(reg, m.connectionsClosed); return },
-			func() (e error) { m.inFlight, e = metricsreg.Register(reg, m.inFlight); return },
-		}
-		for _, r := range regs {
-			if err == nil {
-				err = r()
-			}
-		}
-	}
+	metricsreg.Into(reg, &err, &bytes)
+	metricsreg.Into(reg, &err, &m.requestsTotal)
+	metricsreg.Into(reg, &err, &m.upstreamDialErrors)
+	metricsreg.Into(reg, &err, &m.connectionsOpen)
+	metricsreg.Into(reg, &err, &m.connectionsClosed)
+	metricsreg.Into(reg, &err, &m.inFlight)
 	m.bytesToUpstream = bytes.WithLabelValues("request")
 	m.bytesFromUpstream = bytes.WithLabelValues("response")
 	return m, err

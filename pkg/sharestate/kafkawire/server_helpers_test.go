@@ -120,21 +120,31 @@ func startServer(t testing.TB, opts ServerOptions) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, serveUntilCleanup(t, srv)
+}
+
+// serveUntilCleanup serves s (a Server or a Proxy) on a loopback port, and shuts it down when the
+// test ends, checking that Serve then returns ErrServerClosed. It returns the address.
+func serveUntilCleanup(t testing.TB, s interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+}) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		_ = s.Shutdown(ctx)
 		if err := <-done; !errors.Is(err, ErrServerClosed) {
 			t.Errorf("Serve returned %v", err)
 		}
 	})
-	return srv, ln.Addr().String()
+	return ln.Addr().String()
 }
 
 func dialRaw(t testing.TB, addr string) net.Conn {

@@ -49,26 +49,13 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 			Help: "Requests read and not yet answered, over all connections.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
 	var err error
-	m.requestsTotal, err = metricsreg.Register(reg, m.requestsTotal)
-	if err == nil {
-		m.requestDuration, err = metricsreg.Register(reg, m.requestDuration)
-	}
-	if err == nil {
-		m.connectionsOpen, err = metricsreg.Register(reg, m.connectionsOpen)
-	}
-	if err == nil {
-		m.connectionsAccepted, err = metricsreg.Register(reg, m.connectionsAccepted)
-	}
-	if err == nil {
-		m.connectionsClosed, err = metricsreg.Register(reg, m.connectionsClosed)
-	}
-	if err == nil {
-		m.requestsInFlight, err = metricsreg.Register(reg, m.requestsInFlight)
-	}
+	metricsreg.Into(reg, &err, &m.requestsTotal)
+	metricsreg.Into(reg, &err, &m.requestDuration)
+	metricsreg.Into(reg, &err, &m.connectionsOpen)
+	metricsreg.Into(reg, &err, &m.connectionsAccepted)
+	metricsreg.Into(reg, &err, &m.connectionsClosed)
+	metricsreg.Into(reg, &err, &m.requestsInFlight)
 	return m, err
 }
 

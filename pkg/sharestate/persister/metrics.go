@@ -49,26 +49,13 @@ func newPersisterMetrics(reg prometheus.Registerer) (*persisterMetrics, error) {
 			Buckets: prometheus.ExponentialBuckets(512, 2, 12),
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
 	var err error
-	m.operations, err = metricsreg.Register(reg, m.operations)
-	if err == nil {
-		m.writeDuration, err = metricsreg.Register(reg, m.writeDuration)
-	}
-	if err == nil {
-		m.apiRequests, err = metricsreg.Register(reg, m.apiRequests)
-	}
-	if err == nil {
-		m.conflicts, err = metricsreg.Register(reg, m.conflicts)
-	}
-	if err == nil {
-		m.writesPerUpdate, err = metricsreg.Register(reg, m.writesPerUpdate)
-	}
-	if err == nil {
-		m.statusBytes, err = metricsreg.Register(reg, m.statusBytes)
-	}
+	metricsreg.Into(reg, &err, &m.operations)
+	metricsreg.Into(reg, &err, &m.writeDuration)
+	metricsreg.Into(reg, &err, &m.apiRequests)
+	metricsreg.Into(reg, &err, &m.conflicts)
+	metricsreg.Into(reg, &err, &m.writesPerUpdate)
+	metricsreg.Into(reg, &err, &m.statusBytes)
 	return m, err
 }
 
