@@ -66,10 +66,6 @@ verify: generate manifests ## Regenerate everything and fail if anything (code, 
 		echo "generated files are stale; run 'make generate manifests chart-sync && go mod tidy' and commit:"; \
 		git status --porcelain -- api config charts go.mod go.sum; git diff --stat -- api config charts go.mod go.sum; exit 1; fi
 
-.PHONY: envtest
-envtest: ## Build (first time only) and print the directory of kube-apiserver, etcd and kubectl for the tests.
-	@hack/envtest-assets.sh
-
 .PHONY: test
 test: ## Run every test, against a real kube-apiserver and etcd (built and cached on first use).
 	assets=$$(hack/envtest-assets.sh); \
@@ -103,10 +99,13 @@ docker-build: ## Build the operator and sidecar images (needs a Docker engine; n
 	docker build --build-arg BINARY=sharestate-operator -t $(IMG_REPO)/sharestate-operator:$(IMG_TAG) .
 	docker build --build-arg BINARY=sharestate-sidecar -t $(IMG_REPO)/sharestate-sidecar:$(IMG_TAG) .
 
+# Built, then exec'd rather than `go run`: `go run` exits 1 when Ctrl-C reaches it, even though the
+# program stops cleanly and exits 0.
 .PHONY: run
 run: ## Run the system: on a local control plane (data in .run/), or on the cluster that KUBECONFIG names.
 	assets=$$(hack/envtest-assets.sh); \
-	KUBEBUILDER_ASSETS="$$assets" go run ./hack/run-local --run-dir="$(RUN_DIR)" --crd-dir=config/crd/bases
+	mkdir -p $(LOCALBIN); go build -o $(LOCALBIN)/run-local ./hack/run-local; \
+	KUBEBUILDER_ASSETS="$$assets" exec $(LOCALBIN)/run-local --run-dir="$(RUN_DIR)" --crd-dir=config/crd/bases
 
 ##@ Deployment
 
@@ -119,9 +118,6 @@ uninstall: ## Remove the CRDs (and with them every ShareGroup and SharePartition
 	kubectl delete --ignore-not-found -f config/crd/bases
 
 ##@ Chart
-
-.PHONY: helm
-helm: $(HELM) ## Build the pinned helm (hack/tools/helm/go.mod) into ./bin.
 
 .PHONY: chart-sync
 chart-sync: manifests ## Copy the generated CRDs and RBAC rules into the chart.
@@ -136,6 +132,19 @@ chart-test: $(HELM) ## Render the chart for several value sets and check the obj
 	HELM=$(HELM) go test ./test/chart/... -count=1 $(TEST_FLAGS)
 
 ##@ Tools
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN) ## Build the pinned controller-gen (hack/tools/go.mod) into ./bin.
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build the pinned golangci-lint (hack/tools/go.mod) into ./bin.
+
+.PHONY: helm
+helm: $(HELM) ## Build the pinned helm (hack/tools/helm/go.mod) into ./bin.
+
+.PHONY: envtest
+envtest: ## Build (first time only) and print the directory of kube-apiserver, etcd and kubectl for the tests.
+	@hack/envtest-assets.sh
 
 $(CONTROLLER_GEN): $(TOOLS_MOD)
 	go build -modfile=$(TOOLS_MOD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -35,7 +35,11 @@ fi
 mkdir -p "$cache_root"
 # One builder at a time: parallel `make test` runs in other clones wait here instead of racing.
 exec 9>"$cache_root/.lock"
-flock 9
+if ! flock --nonblock 9; then
+  log "another build of kube-apiserver and etcd for Kubernetes $version holds $cache_root/.lock;" \
+    "waiting for it to finish (several minutes from its start) to use what it builds"
+  flock 9
+fi
 if [[ -x "$assets/kube-apiserver" && -x "$assets/etcd" && -x "$assets/kubectl" ]]; then
   echo "$assets"
   exit 0

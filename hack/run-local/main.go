@@ -49,6 +49,8 @@ func main() {
 }
 
 func run(opts localcluster.Options, op operator.Options, sc sidecar.Config) error {
+	giveBack := takeTerminal()
+	defer giveBack()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -7,8 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +20,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// The names of what a local control plane keeps in its run directory.
+const (
+	etcdDataDir    = "etcd"
+	kubeconfigFile = "kubeconfig"
 )
 
 // Options configure Start.
@@ -42,11 +51,49 @@ type Cluster struct {
 }
 
 // Start brings up the cluster (or connects to the configured one) and installs the CRDs.
+//
+// A kubeconfig that a local control plane of ours wrote, whose API server is not running, means that
+// control plane: after the Quickstart's `export KUBECONFIG=$PWD/.run/kubeconfig`, a second `make run` in
+// the same shell must start it again, not fail to connect to it.
 func Start(opts Options) (*Cluster, error) {
-	if opts.Kubeconfig != "" {
-		return connect(opts)
+	if opts.Kubeconfig == "" {
+		return startLocal(opts)
 	}
-	return startLocal(opts)
+	if runDir, stopped := stoppedLocalControlPlane(opts.Kubeconfig); stopped {
+		fmt.Fprintf(os.Stderr, "%s is the kubeconfig of the local control plane in %s, which is not running: starting it\n",
+			opts.Kubeconfig, runDir)
+		opts.RunDir = runDir
+		return startLocal(opts)
+	}
+	return connect(opts)
+}
+
+// stoppedLocalControlPlane says whether kubeconfig is the one startLocal wrote into a run directory (a
+// file named kubeconfig beside the etcd data directory) and nothing answers at its API server's
+// address, returning that run directory.
+func stoppedLocalControlPlane(kubeconfig string) (runDir string, stopped bool) {
+	path, err := filepath.Abs(kubeconfig)
+	if err != nil || filepath.Base(path) != kubeconfigFile {
+		return "", false
+	}
+	runDir = filepath.Dir(path)
+	if info, err := os.Stat(filepath.Join(runDir, etcdDataDir)); err != nil || !info.IsDir() {
+		return "", false
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return "", false
+	}
+	host, err := url.Parse(cfg.Host)
+	if err != nil || host.Host == "" {
+		return "", false
+	}
+	conn, err := net.DialTimeout("tcp", host.Host, 2*time.Second)
+	if err == nil {
+		_ = conn.Close()
+		return "", false // it runs (another `make run`, say): use it
+	}
+	return runDir, true
 }
 
 func connect(opts Options) (*Cluster, error) {
@@ -69,7 +116,7 @@ func startLocal(opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	etcdDir := filepath.Join(runDir, "etcd")
+	etcdDir := filepath.Join(runDir, etcdDataDir)
 	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", etcdDir, err)
 	}
@@ -85,7 +132,7 @@ func startLocal(opts Options) (*Cluster, error) {
 		_ = env.Stop() // Start leaves the processes running when installing the CRDs fails
 		return nil, fmt.Errorf("starting the local control plane: %w", err)
 	}
-	c := &Cluster{Config: cfg, Local: true, env: env, KubeconfigPath: filepath.Join(runDir, "kubeconfig")}
+	c := &Cluster{Config: cfg, Local: true, env: env, KubeconfigPath: filepath.Join(runDir, kubeconfigFile)}
 	if err := c.writeAdminKubeconfig(); err != nil {
 		_ = env.Stop()
 		return nil, err

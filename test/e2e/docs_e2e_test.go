@@ -1,0 +1,241 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
+)
+
+// The share group of config/samples/sharestate_v1alpha1_sharegroup.yaml, which the README applies.
+const (
+	sampleGroupName = "orders"
+	sampleGroupID   = "orders-processors"
+	sampleTopicID   = "q1Sh0o2QRbuBzMz8vEMbvQ"
+)
+
+// TestDocumentedCommands follows the README, the chart's README and the restore procedure of
+// docs/operations.md word for word, on a copy of the working tree standing for a fresh clone: the
+// blocks they mark `<!-- docs-test: NAME -->` run unchanged in one shell. Between them the test only
+// plays the parts a person would: waiting for `make run`, pressing Ctrl-C, and a broker writing
+// share state through the sidecar.
+func TestDocumentedCommands(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal(testenv.ErrNoAssets)
+	}
+	clone := copyWorkingTree(t, testenv.RepoRoot())
+	sh := newcomerShell(t, clone)
+	readme := filepath.Join(clone, "README.md")
+	chartReadme := filepath.Join(clone, "charts", "sharestate-operator", "README.md")
+	operations := filepath.Join(clone, "docs", "operations.md")
+
+	checkQuickstart(t, clone, docBlock(t, readme, "quickstart"))
+	sh.run("make helm") // the README: "`make helm` builds the pinned helm into `bin/`"
+
+	run := sh.startBackground("make run", "Press Ctrl-C", 10*time.Minute)
+	sh.run(docBlock(t, readme, "try"))
+	kubeconfig := sh.getenv("KUBECONFIG")
+	if kubeconfig != filepath.Join(clone, ".run", "kubeconfig") {
+		t.Fatalf("after the Quickstart KUBECONFIG=%q, want the run directory's", kubeconfig)
+	}
+	sh.run(docBlock(t, readme, "crds"))
+
+	t.Run("helm install, uninstall, install under another name", func(t *testing.T) {
+		sh.run(docBlock(t, readme, "helm-install"))
+		sh.run("helm status sharestate -n sharestate-system")
+		sh.run(docBlock(t, chartReadme, "uninstall"))
+		sh.run("kubectl get sharegroup " + sampleGroupName) // the kept CRDs kept the objects
+		again := strings.Replace(docBlock(t, chartReadme, "install"), "helm install sharestate ", "helm install sharestate-again ", 1)
+		if !strings.Contains(again, "sharestate-again") {
+			t.Fatal("the chart README's install block has no `helm install sharestate ` to rename")
+		}
+		sh.run(again)
+		sh.run("helm uninstall sharestate-again -n sharestate-system")
+	})
+
+	t.Run("backup and restore", func(t *testing.T) {
+		ctx := context.Background()
+		cl := kubeClient(t, kubeconfig)
+		writeShareState(ctx, t, lineAfter(run.out.String(), "(Kafka API keys 83-87) on "))
+		saved := partitionStates(ctx, t, cl)
+		if len(saved) == 0 {
+			t.Fatal("no share-partition state to back up")
+		}
+		sh.run(docBlock(t, operations, "backup"))
+		deleteGroup(ctx, t, cl)
+		sh.run(docBlock(t, operations, "restore"))
+		restored := partitionStates(ctx, t, cl)
+		if !reflect.DeepEqual(restored, saved) {
+			t.Fatalf("restored state differs:\nsaved    %+v\nrestored %+v", saved, restored)
+		}
+	})
+
+	if err := run.interrupt(time.Minute); err != nil {
+		t.Fatalf("make run after Ctrl-C: %v, want exit status 0:\n%s", err, run.out.String())
+	}
+	// The Quickstart's shell still exports KUBECONFIG: make run must start its control plane again.
+	again := sh.startBackground("make run", "Press Ctrl-C", 5*time.Minute)
+	sh.run("kubectl get sharegroup " + sampleGroupName)
+	if err := again.interrupt(time.Minute); err != nil {
+		t.Fatalf("the second make run after Ctrl-C: %v, want exit status 0:\n%s", err, again.out.String())
+	}
+}
+
+// newcomerShell is a shell in the clone with what the README asks a newcomer to have on PATH (kubectl,
+// here the control plane's own; helm once `make helm` built it into bin/), without a KUBECONFIG, and
+// with helm's configuration kept out of the home directory.
+func newcomerShell(t *testing.T, clone string) *shell {
+	helmHome := t.TempDir()
+	env := []string{
+		"PATH=" + filepath.Join(clone, "bin") + ":" + os.Getenv("KUBEBUILDER_ASSETS") + ":" + os.Getenv("PATH"),
+		"HELM_CONFIG_HOME=" + helmHome, "HELM_CACHE_HOME=" + helmHome, "HELM_DATA_HOME=" + helmHome,
+	}
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "PATH", "KUBECONFIG", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME":
+		default:
+			env = append(env, kv)
+		}
+	}
+	return &shell{t: t, dir: clone, env: env}
+}
+
+// checkQuickstart checks that the README's two commands are the ones that run the system and the
+// tests, and that CI runs the same test command.
+func checkQuickstart(t *testing.T, clone, block string) {
+	t.Helper()
+	var commands []string
+	for _, line := range strings.Split(block, "\n") {
+		if command, _, _ := strings.Cut(line, "#"); strings.TrimSpace(command) != "" {
+			commands = append(commands, strings.TrimSpace(command))
+		}
+	}
+	if !reflect.DeepEqual(commands, []string{"make run", "make test"}) {
+		t.Fatalf("the Quickstart's commands are %q, want make run and make test", commands)
+	}
+	ci, err := os.ReadFile(filepath.Join(clone, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ci), "\nmake test\n") {
+		t.Fatal(".ci/run does not run the README's test command, make test")
+	}
+}
+
+func kubeClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := sharestatev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// writeShareState plays the broker: it initializes three partitions of the sample group through the
+// sidecar that make run serves at address, and writes record states into them.
+func writeShareState(ctx context.Context, t *testing.T, address string) {
+	t.Helper()
+	address = strings.TrimSuffix(strings.TrimSpace(address), ".")
+	store, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: address})
+	if err != nil {
+		t.Fatalf("a client of the sidecar at %q: %v", address, err)
+	}
+	defer func() { _ = store.Close() }()
+	topic, err := sharestate.ParseTopicID(sampleTopicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		init := store.Initialize(ctx, sharestate.InitializeRequest{GroupID: sampleGroupID, Topics: []sharestate.TopicData[sharestate.InitializePartition]{
+			{TopicID: topic, Partitions: []sharestate.InitializePartition{{Partition: p, StateEpoch: 2, StartOffset: 100}}}}})
+		if r := init.Topics[0].Partitions[0]; r.ErrorCode != sharestate.ErrNone {
+			t.Fatalf("initialize partition %d: %s %s", p, r.ErrorCode, r.ErrorMessage)
+		}
+		w := store.Write(ctx, sharestate.WriteRequest{GroupID: sampleGroupID, Topics: []sharestate.TopicData[sharestate.WritePartition]{{TopicID: topic,
+			Partitions: []sharestate.WritePartition{{Partition: p, StateEpoch: 2, LeaderEpoch: 1, StartOffset: 100, DeliveryCompleteCount: -1,
+				StateBatches: []sharestate.StateBatch{
+					{FirstOffset: 100, LastOffset: 109, DeliveryState: sharestate.DeliveryStateAcknowledged, DeliveryCount: 1},
+					{FirstOffset: 110 + int64(p), LastOffset: 110 + int64(p), DeliveryState: sharestate.DeliveryStateArchived, DeliveryCount: 5},
+				}}}}}})
+		if r := w.Topics[0].Partitions[0]; r.ErrorCode != sharestate.ErrNone {
+			t.Fatalf("write partition %d: %s %s", p, r.ErrorCode, r.ErrorMessage)
+		}
+	}
+}
+
+// storedState is what a restore must bring back of a share-partition: its Kafka key and stored state.
+type storedState struct {
+	Partition               int32
+	StateEpoch, LeaderEpoch int32
+	StartOffset             int64
+	Batches                 []sharestatev1.StateBatch
+}
+
+// partitionStates returns the stored state of the sample group's partitions in namespace default.
+func partitionStates(ctx context.Context, t *testing.T, cl client.Client) map[string]storedState {
+	t.Helper()
+	var list sharestatev1.SharePartitionStateList
+	if err := cl.List(ctx, &list, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]storedState{}
+	for _, sps := range list.Items {
+		if sps.Spec.GroupID != sampleGroupID || sps.Status.CreateTime == nil {
+			continue
+		}
+		states[sps.Name] = storedState{Partition: sps.Spec.Partition, StateEpoch: sps.Status.StateEpoch,
+			LeaderEpoch: sps.Status.LeaderEpoch, StartOffset: sps.Status.StartOffset, Batches: sps.Status.StateBatches}
+	}
+	return states
+}
+
+// deleteGroup deletes the sample ShareGroup and waits until the operator has deleted its partitions'
+// state and the group is gone: the loss a restore repairs.
+func deleteGroup(ctx context.Context, t *testing.T, cl client.Client) {
+	t.Helper()
+	group := &sharestatev1.ShareGroup{}
+	group.Namespace, group.Name = "default", sampleGroupName
+	if err := cl.Delete(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	err := testenv.Poll(time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(group), &sharestatev1.ShareGroup{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the group is still there (get: %w)", err)
+		}
+		if n := len(partitionStates(ctx, t, cl)); n != 0 {
+			return fmt.Errorf("%d partitions' state still there", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
