@@ -88,6 +88,9 @@ same reset, it does not reset again.`,
 // (its topic id still to be resolved). It fills in a new id when none was given.
 func (ro *resetOptions) validate(toOffsetSet bool) (sharestatev1.OffsetResetTopic, error) {
 	var t sharestatev1.OffsetResetTopic
+	// Kafka's kafka-share-groups.sh --reset-offsets takes exactly one of --dry-run and --execute and
+	// refuses neither or both (checkArgs in tools/src/main/java/org/apache/kafka/tools/consumer/group/
+	// ShareGroupCommandOptions.java, apache/kafka b7f6ebe2ee3497b3907e803daea5839187fdcff3): so here.
 	if ro.dryRun == ro.execute {
 		return t, errors.New("reset-offsets takes one of --dry-run (show the plan, change nothing) and --execute (carry it out)")
 	}
