@@ -1,10 +1,14 @@
 package plugin_test
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/plugin"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
@@ -133,6 +137,30 @@ func TestResetOffsetsRefused(t *testing.T) {
 		t.Fatalf("bad input changed the group: generation %d → %d", generation, g.Generation)
 	}
 	mustFail(t, "", `no ShareGroup named "missing"`, "reset-offsets", "missing", "-n", ns, "--topic", topicOrders, "--to-auto", "--execute")
+}
+
+// A request the operator refuses after it was written (the group changed between the command's plan
+// and its write) is taken back out of the spec, conditionally on the group as the refusal was read.
+func TestResetOffsetsTakesARefusedRequestBack(t *testing.T) {
+	requireEnv(t)
+	ns := env.Namespace(t)
+	sg := declareGroup(t, ns, "reset-taken-back", 2)
+	sg.Spec.OffsetReset = &sharestatev1.OffsetResetRequest{ID: "late", Topics: []sharestatev1.OffsetResetTopic{
+		{TopicID: topicOrders, To: sharestatev1.OffsetResetToEarliest, Partitions: []int32{5}}}}
+	if err := env.Client.Update(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err := plugin.WaitResetForTest(ctx, env.Client, sg, "late", 30*time.Second)
+	// The reason is the operator's word for an undeclared topic or partition.
+	want := regexp.MustCompile(`^the operator refused reset "late" \(ResetUndeclared\w+\): topic ` + topicOrders +
+		` declares 2 partitions, not partition 5; the request was taken back out of spec\.offsetReset$`)
+	if err == nil || !want.MatchString(err.Error()) {
+		t.Fatalf("waiting for a refused reset: error %v, want %q", err, want)
+	}
+	if g := getGroup(t, sg); g.Spec.OffsetReset != nil || g.Status.LastOffsetReset != nil {
+		t.Fatalf("the refused request stayed: offsetReset %+v, lastOffsetReset %+v", g.Spec.OffsetReset, g.Status.LastOffsetReset)
+	}
 }
 
 func batchStrings[T ~string](batches []T) []string {
