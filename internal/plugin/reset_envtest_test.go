@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/internal/plugin"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
@@ -145,9 +147,11 @@ func TestResetOffsetsTakesARefusedRequestBack(t *testing.T) {
 	requireEnv(t)
 	ns := env.Namespace(t)
 	sg := declareGroup(t, ns, "reset-taken-back", 2)
+	// A merge patch, not an update: the operator adds its finalizer meanwhile.
+	patch := client.MergeFrom(sg.DeepCopy())
 	sg.Spec.OffsetReset = &sharestatev1.OffsetResetRequest{ID: "late", Topics: []sharestatev1.OffsetResetTopic{
 		{TopicID: topicOrders, To: sharestatev1.OffsetResetToEarliest, Partitions: []int32{5}}}}
-	if err := env.Client.Update(ctx, sg); err != nil {
+	if err := env.Client.Patch(ctx, sg, patch); err != nil {
 		t.Fatal(err)
 	}
 
