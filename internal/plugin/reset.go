@@ -170,6 +170,11 @@ func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string
 	if err != nil {
 		return err
 	}
+	if action != submitDone {
+		if _, err := fmt.Fprintf(s.out, "Reset %q is in spec.offsetReset; waiting up to %s for the operator.\n", req.ID, ro.timeout); err != nil {
+			return err
+		}
+	}
 	if sg, err = s.waitReset(ctx, sg, req.ID, ro.timeout, ro.poll); err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ func TestResetOffsets(t *testing.T) {
 
 	args := []string{"reset-offsets", sg.Name, "-n", ns, "--topic", topicOrders, "--to-offset", "500", "--id", "r1", "--timeout", "30s", "--execute"}
 	out = mustRun(t, args...)
+	lineMatching(t, out, `^Reset "r1" is in spec\.offsetReset; waiting up to 30s for the operator\.$`)
 	lineMatching(t, out, `^Offset reset "r1" of group "reset-orders" \(ShareGroup `+ns+`/`+sg.Name+`\) completed: 3 partitions initialized at state epoch 1\.$`)
 	lineMatching(t, out, `^orders \(`+topicOrders+`\)\s+1\s+1\s+500$`)
 	for part := range int32(3) {
