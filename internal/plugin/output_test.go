@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
 func TestCustomColumns(t *testing.T) {
@@ -59,6 +62,38 @@ func TestErrorLine(t *testing.T) {
 	} {
 		if got := ErrorLine(err); got != want {
 			t.Errorf("ErrorLine(%q) = %q, want %q", err, got, want)
+		}
+	}
+}
+
+func TestGroupState(t *testing.T) {
+	cond := func(condType string, status metav1.ConditionStatus, reason string, generation int64) metav1.Condition {
+		return metav1.Condition{Type: condType, Status: status, Reason: reason, ObservedGeneration: generation}
+	}
+	now := metav1.Now()
+	tests := []struct {
+		name       string
+		conditions []metav1.Condition
+		deleting   bool
+		want       string
+	}{
+		{name: "not reconciled", want: "Pending"},
+		{name: "ready", conditions: []metav1.Condition{cond(sharestatev1.ConditionReady, metav1.ConditionTrue, sharestatev1.ReasonAllPartitionsReady, 4)}, want: "Ready"},
+		{name: "fenced", conditions: []metav1.Condition{cond(sharestatev1.ConditionReady, metav1.ConditionFalse, sharestatev1.ReasonPartitionsFenced, 4)}, want: "PartitionsFenced"},
+		{name: "resetting", conditions: []metav1.Condition{cond(sharestatev1.ConditionReady, metav1.ConditionTrue, sharestatev1.ReasonAllPartitionsReady, 4),
+			cond(sharestatev1.ConditionOffsetReset, metav1.ConditionFalse, sharestatev1.ReasonResetInProgress, 4)}, want: "Resetting"},
+		{name: "a reset of an older generation", conditions: []metav1.Condition{cond(sharestatev1.ConditionReady, metav1.ConditionTrue, sharestatev1.ReasonAllPartitionsReady, 4),
+			cond(sharestatev1.ConditionOffsetReset, metav1.ConditionFalse, sharestatev1.ReasonResetInProgress, 3)}, want: "Ready"},
+		{name: "deleting", conditions: []metav1.Condition{cond(sharestatev1.ConditionReady, metav1.ConditionTrue, sharestatev1.ReasonAllPartitionsReady, 4)}, deleting: true, want: "Deleting"},
+	}
+	for _, tc := range tests {
+		sg := groupDeclaring(0)
+		sg.Status.Conditions = tc.conditions
+		if tc.deleting {
+			sg.DeletionTimestamp = &now
+		}
+		if got := groupState(sg); got != tc.want {
+			t.Errorf("%s: state %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
