@@ -1,6 +1,6 @@
-// Command kubectl-sharestate is the kubectl plugin of sharestate-operator: `kubectl sharestate
-// describe group`, `reset-offsets`, `delete group` and `dump`. Put it on the PATH and kubectl finds it;
-// --help lists the commands and flags. The commands live in internal/plugin.
+// Command kubectl-sharestate is the kubectl plugin of sharestate-operator: `kubectl sharestate list`,
+// `describe group`, `reset-offsets`, `delete group`, `dump` and `version`. Put it on the PATH and
+// kubectl finds it; --help lists the commands and flags. The commands live in internal/plugin.
 package main
 
 import (
@@ -22,7 +22,7 @@ func main() {
 	err := plugin.NewCommand(genericclioptions.NewConfigFlags(true), streams).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		fmt.Fprintln(os.Stderr, "error:", plugin.ErrorLine(err))
 		os.Exit(1)
 	}
 }

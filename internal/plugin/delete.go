@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
@@ -125,33 +126,30 @@ func confirm(in io.Reader, groupID string) error {
 // waitGone polls until the group is gone: the operator's finalizer holds it until its partition state
 // is deleted.
 func (s *session) waitGone(ctx context.Context, sg *sharestatev1.ShareGroup, timeout, poll time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
 	key := client.ObjectKeyFromObject(sg)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
 		current := &sharestatev1.ShareGroup{}
 		err := s.client.Get(ctx, key, current)
 		switch {
 		case apierrors.IsNotFound(err):
-			return nil
+			return true, nil
 		case err != nil:
-			return apiError(err, "reading ShareGroup %s", key)
-		case current.UID != sg.UID:
-			return nil // gone, and a new group of the same name created since
+			return false, apiError(err, "reading ShareGroup %s", key)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for ShareGroup %s to go: %w", key, ctx.Err())
-		case <-deadline.C:
-			left, err := s.listPartitions(ctx, sg)
-			if err != nil {
-				return fmt.Errorf("ShareGroup %s is still being deleted after %s: %w", key, timeout, err)
-			}
-			return fmt.Errorf("ShareGroup %s is still being deleted after %s: %s left, and its finalizer %s waits for the operator to delete them (is it running?)",
-				key, timeout, counted(len(left), "partition state"), sharestatev1.FinalizerPartitionState)
-		case <-ticker.C:
-		}
+		return current.UID != sg.UID, nil // another UID: gone, and a new group of the same name created since
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("waiting for ShareGroup %s to go: %w", key, ctx.Err())
+	case !wait.Interrupted(err):
+		return err
 	}
+	left, err := s.listPartitions(ctx, sg)
+	if err != nil {
+		return fmt.Errorf("ShareGroup %s is still being deleted after %s: %w", key, timeout, err)
+	}
+	return fmt.Errorf("ShareGroup %s is still being deleted after %s: %s left, and its finalizer %s waits for the operator to delete them (is it running?)",
+		key, timeout, counted(len(left), "partition state"), sharestatev1.FinalizerPartitionState)
 }

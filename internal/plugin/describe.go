@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
@@ -29,32 +33,128 @@ func newDescribeCommand(o *rootOptions) *cobra.Command {
 }
 
 func newDescribeGroupCommand(o *rootOptions) *cobra.Command {
-	var allNamespaces bool
+	do := &describeOptions{out: newOutputFlags()}
 	cmd := &cobra.Command{
-		Use:     "group NAME|GROUP_ID",
-		Aliases: []string{"sharegroup", "sg"},
-		Short:   "Show a share group's partitions, totals, conditions, last offset reset and fencing history",
+		Use:     "group [NAME|GROUP_ID ...] [--all | -A]",
+		Aliases: []string{"groups", "sharegroup", "sg"},
+		Short:   "Show share groups' partitions, totals, conditions, last offset reset and fencing history",
+		Long: `Show one or more share groups: each group's partitions with their state epoch, leader and records
+in flight, the totals, the conditions, the last offset reset and the fencing history.
+
+Name the groups (object names or Kafka group ids), or pass --all for every group of the namespace,
+or -A without names for every group of every namespace. With names, -A finds each in any namespace.
+
+With -o, the objects describe reads are printed as a List: each ShareGroup followed by its
+SharePartitionStates, as the API server has them.`,
 		Example: `  kubectl sharestate describe group orders
-  kubectl sharestate describe group orders-processors -A   # by Kafka group id, in any namespace`,
-		Args: cobra.ExactArgs(1),
+  kubectl sharestate describe group orders payments -n kafka
+  kubectl sharestate describe group orders-processors -A   # by Kafka group id, in any namespace
+  kubectl sharestate describe group -A                      # every group of every namespace
+  kubectl sharestate describe group --all -o yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := do.validate(args); err != nil {
+				return err
+			}
 			s, err := o.connect()
 			if err != nil {
 				return err
 			}
-			sg, err := s.findGroup(cmd.Context(), args[0], allNamespaces)
-			if err != nil {
-				return err
-			}
-			report, err := s.gatherGroup(cmd.Context(), sg)
-			if err != nil {
-				return err
-			}
-			return printGroupReport(s.out, report, time.Now())
+			return do.run(cmd.Context(), s, o.streams.ErrOut, args)
 		},
 	}
-	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "find the group in any namespace")
+	cmd.Flags().BoolVarP(&do.allNamespaces, "all-namespaces", "A", false, "find the named groups in any namespace; without names, describe every group of every namespace")
+	cmd.Flags().BoolVar(&do.all, "all", false, "describe every group of the namespace (of every namespace with -A)")
+	do.out.addFlags(cmd)
 	return cmd
+}
+
+type describeOptions struct {
+	allNamespaces bool
+	all           bool
+	out           *outputFlags
+}
+
+func (do *describeOptions) validate(args []string) error {
+	switch {
+	case len(args) > 0 && do.all:
+		return errors.New("name groups or pass --all, not both")
+	case len(args) == 0 && !do.all && !do.allNamespaces:
+		return errors.New("name at least one group, or pass --all (every group of the namespace) or -A (of every namespace)")
+	}
+	return do.out.validate()
+}
+
+func (do *describeOptions) run(ctx context.Context, s *session, errOut io.Writer, args []string) error {
+	groups, err := do.groups(ctx, s, args)
+	if err != nil {
+		return err
+	}
+	if len(groups) == 0 {
+		_, err := fmt.Fprintln(errOut, "No share groups found in "+s.where(do.allNamespaces)+".")
+		return err
+	}
+	if !do.out.human() {
+		return s.printDescribedObjects(ctx, do.out, groups)
+	}
+	now := time.Now()
+	for i := range groups {
+		report, err := s.gatherGroup(ctx, &groups[i])
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			if _, err := fmt.Fprintln(s.out); err != nil {
+				return err
+			}
+		}
+		if err := printGroupReport(s.out, report, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groups finds the named groups, each once, in the order named; or lists them all.
+func (do *describeOptions) groups(ctx context.Context, s *session, args []string) ([]sharestatev1.ShareGroup, error) {
+	if len(args) == 0 {
+		return s.listGroups(ctx, do.allNamespaces)
+	}
+	var groups []sharestatev1.ShareGroup
+	seen := map[types.UID]bool{}
+	for _, arg := range args {
+		sg, err := s.findGroup(ctx, arg, do.allNamespaces)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[sg.UID] {
+			seen[sg.UID] = true
+			groups = append(groups, *sg)
+		}
+	}
+	return groups, nil
+}
+
+// printDescribedObjects prints, through -o, each group followed by its SharePartitionStates.
+func (s *session) printDescribedObjects(ctx context.Context, out *outputFlags, groups []sharestatev1.ShareGroup) error {
+	var objs []*unstructured.Unstructured
+	for i := range groups {
+		partitions, err := s.listPartitions(ctx, &groups[i])
+		if err != nil {
+			return err
+		}
+		u, err := toUnstructured(s.scheme, &groups[i])
+		if err != nil {
+			return err
+		}
+		objs = append(objs, u)
+		for j := range partitions {
+			if u, err = toUnstructured(s.scheme, &partitions[j]); err != nil {
+				return err
+			}
+			objs = append(objs, u)
+		}
+	}
+	return out.printObjects(s.out, true, objs...)
 }
 
 // groupReport is everything describe shows about a group.

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
@@ -24,15 +24,20 @@ import (
 type dumpOptions struct {
 	topic         string
 	partition     int32
-	output        string
 	allNamespaces bool
+	out           *outputFlags
 }
 
 func newDumpCommand(o *rootOptions) *cobra.Command {
-	do := &dumpOptions{partition: -1}
+	do := &dumpOptions{partition: -1, out: newOutputFlags()}
 	cmd := &cobra.Command{
-		Use:   "dump GROUP --topic TOPIC --partition P [-o table|yaml|json]",
+		Use:   "dump GROUP --topic TOPIC --partition P [-o json|yaml|jsonpath=...|custom-columns=...]",
 		Short: "Show a share-partition's stored state, its record-state batches decoded",
+		Long: `Show a share-partition's stored state, its record-state batches decoded one by one, so that a
+batch that does not parse or overlaps the one before it is shown with its problem.
+
+With -o, the decoded state is printed as a document of kind SharePartitionStateDump
+(plugin.sharestate.dev/v1alpha1: the plugin's own, no API server serves it).`,
 		Example: `  kubectl sharestate dump orders --topic orders --partition 3
   kubectl sharestate dump orders-processors -A --topic q1Sh0o2QRbuBzMz8vEMbvQ --partition 3 -o yaml`,
 		Args: cobra.ExactArgs(1),
@@ -50,8 +55,8 @@ func newDumpCommand(o *rootOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&do.topic, "topic", "", "the topic: its Kafka topic id, or the name the group declares for it (required)")
 	f.Int32Var(&do.partition, "partition", -1, "the partition (required)")
-	f.StringVarP(&do.output, "output", "o", "table", "output format: table, yaml or json")
 	f.BoolVarP(&do.allNamespaces, "all-namespaces", "A", false, "find the group in any namespace")
+	do.out.addFlags(cmd)
 	return cmd
 }
 
@@ -61,10 +66,8 @@ func (do *dumpOptions) validate() error {
 		return errors.New("--topic is required")
 	case do.partition < 0:
 		return errors.New("--partition is required and must not be negative")
-	case do.output != "table" && do.output != "yaml" && do.output != "json":
-		return fmt.Errorf("--output %q: want table, yaml or json", do.output)
 	}
-	return nil
+	return do.out.validate()
 }
 
 func (do *dumpOptions) run(ctx context.Context, s *session, groupArg string) error {
@@ -86,7 +89,7 @@ func (do *dumpOptions) run(ctx context.Context, s *session, groupArg string) err
 		return apiError(err, "reading SharePartitionState %s", key)
 	}
 	d := newPartitionDump(sg, sps)
-	if err := writeDump(s.out, d, do.output); err != nil {
+	if err := writeDump(s.out, d, do.out); err != nil {
 		return err
 	}
 	if d.Corrupt != "" {
@@ -97,8 +100,8 @@ func (do *dumpOptions) run(ctx context.Context, s *session, groupArg string) err
 
 // partitionDump is a share-partition's state as dump shows it.
 type partitionDump struct {
-	Namespace             string                  `json:"namespace"`
-	Name                  string                  `json:"name"`
+	Namespace             string                  `json:"-"` // in metadata
+	Name                  string                  `json:"-"`
 	GroupID               string                  `json:"groupId"`
 	TopicID               string                  `json:"topicId"`
 	TopicName             string                  `json:"topicName,omitempty"`
@@ -177,25 +180,29 @@ func batchRows(stored []string) []batchRow {
 	return rows
 }
 
-func writeDump(w io.Writer, d partitionDump, format string) error {
-	switch format {
-	case "json":
-		doc, err := json.MarshalIndent(d, "", "  ")
-		if err != nil {
-			return fmt.Errorf("rendering JSON: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", doc)
-		return err
-	case "yaml":
-		doc, err := yaml.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("rendering YAML: %w", err)
-		}
-		_, err = w.Write(doc)
-		return err
-	default:
+func writeDump(w io.Writer, d partitionDump, out *outputFlags) error {
+	if out.human() {
 		return printDumpTable(w, d, time.Now())
 	}
+	u, err := d.unstructured()
+	if err != nil {
+		return err
+	}
+	return out.printObjects(w, false, u)
+}
+
+// unstructured is the dump as a document of kind SharePartitionStateDump, named as its
+// SharePartitionState, for the printers of -o.
+func (d partitionDump) unstructured() (*unstructured.Unstructured, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&d)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the dump: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(pluginGroupVersion.WithKind("SharePartitionStateDump"))
+	u.SetNamespace(d.Namespace)
+	u.SetName(d.Name)
+	return u, nil
 }
 
 func printDumpTable(w io.Writer, d partitionDump, now time.Time) error {

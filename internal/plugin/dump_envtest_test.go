@@ -75,10 +75,28 @@ func TestDump(t *testing.T) {
 		}
 	}
 
+	expectDumpFormats(t, ns, group)
+
 	mustFail(t, "", `group "dump-orders" has no state for partition 1 of topic orders`, "dump", sg.Name, "-n", ns, "--topic", "orders", "--partition", "1")
-	mustFail(t, "", `--output "xml": want table, yaml or json`, "dump", sg.Name, "-n", ns, "--topic", "orders", "--partition", "0", "-o", "xml")
+	mustFail(t, "", `--output "xml": want one of json, yaml`, "dump", sg.Name, "-n", ns, "--topic", "orders", "--partition", "0", "-o", "xml")
 	mustFail(t, "", "--partition is required", "dump", sg.Name, "-n", ns, "--topic", "orders")
 	mustFail(t, "", `topic "payments" is neither a Kafka topic id`, "dump", sg.Name, "-n", ns, "--topic", "payments", "--partition", "0")
+}
+
+// expectDumpFormats checks dump's jsonpath, custom-columns and name formats on TestDump's partition.
+func expectDumpFormats(t *testing.T, ns, group string) {
+	t.Helper()
+	spsName := sharestatev1.SharePartitionStateName(group, topicOrders, 0)
+	out := mustRun(t, "dump", group, "-n", ns, "--topic", "orders", "--partition", "0", "-o", "jsonpath={.kind} {.apiVersion} {.metadata.name} {.batches[1].state}")
+	if want := "SharePartitionStateDump plugin.sharestate.dev/v1alpha1 " + spsName + " AVAILABLE"; out != want {
+		t.Fatalf("dump -o jsonpath: %q, want %q", out, want)
+	}
+	out = mustRun(t, "dump", group, "-n", ns, "--topic", "orders", "--partition", "0", "-o", "custom-columns=FIRST:.batches[*].firstOffset,IN-FLIGHT:.inFlightRecords")
+	lineMatching(t, out, `^FIRST\s+IN-FLIGHT$`)
+	lineMatching(t, out, `^0,3,8\s+5$`)
+	if out := mustRun(t, "dump", group, "-n", ns, "--topic", "orders", "--partition", "0", "-o", "name"); out != "sharepartitionstatedump.plugin.sharestate.dev/"+spsName+"\n" {
+		t.Fatalf("dump -o name: %q", out)
+	}
 }
 
 // Batches that each pass the schema but overlap are a corrupt state: dump shows every batch, marks the

@@ -86,18 +86,20 @@ func TestResetOptionsValidate(t *testing.T) {
 		want    sharestatev1.OffsetResetTopic
 		wantErr string
 	}{
-		{name: "earliest", opts: resetOptions{topic: "t", toEarliest: true, id: "r1", timeout: time.Minute},
+		{name: "earliest", opts: resetOptions{topic: "t", toEarliest: true, id: "r1", timeout: time.Minute, execute: true},
 			want: sharestatev1.OffsetResetTopic{To: sharestatev1.OffsetResetToEarliest}},
-		{name: "offset 0 is an offset", opts: resetOptions{topic: "t", id: "r1", timeout: time.Minute}, offset: true,
+		{name: "offset 0 is an offset", opts: resetOptions{topic: "t", id: "r1", timeout: time.Minute, execute: true}, offset: true,
 			want: sharestatev1.OffsetResetTopic{To: sharestatev1.OffsetResetToOffset}},
-		{name: "partitions sorted and deduplicated", opts: resetOptions{topic: "t", toAuto: true, partitions: []int32{3, 1, 3}, id: "r1", timeout: time.Minute},
+		{name: "partitions sorted and deduplicated", opts: resetOptions{topic: "t", toAuto: true, partitions: []int32{3, 1, 3}, id: "r1", timeout: time.Minute, execute: true},
 			want: sharestatev1.OffsetResetTopic{To: sharestatev1.OffsetResetToAutoOffsetReset, Partitions: []int32{1, 3}}},
-		{name: "no destination", opts: resetOptions{topic: "t", timeout: time.Minute}, wantErr: "exactly one of"},
-		{name: "two destinations", opts: resetOptions{topic: "t", toEarliest: true, toAuto: true, timeout: time.Minute}, wantErr: "exactly one of"},
-		{name: "no topic", opts: resetOptions{toAuto: true, timeout: time.Minute}, wantErr: "--topic is required"},
-		{name: "zero timeout", opts: resetOptions{topic: "t", toAuto: true}, wantErr: "--timeout"},
-		{name: "id too long", opts: resetOptions{topic: "t", toAuto: true, id: strings.Repeat("a", 64), timeout: time.Minute}, wantErr: "--id"},
-		{name: "id with a slash", opts: resetOptions{topic: "t", toAuto: true, id: "a/b", timeout: time.Minute}, wantErr: "--id"},
+		{name: "no destination", opts: resetOptions{topic: "t", timeout: time.Minute, execute: true}, wantErr: "exactly one of"},
+		{name: "two destinations", opts: resetOptions{topic: "t", toEarliest: true, toAuto: true, timeout: time.Minute, execute: true}, wantErr: "exactly one of"},
+		{name: "no topic", opts: resetOptions{toAuto: true, timeout: time.Minute, execute: true}, wantErr: "--topic is required"},
+		{name: "zero timeout", opts: resetOptions{topic: "t", toAuto: true, dryRun: true}, wantErr: "--timeout"},
+		{name: "neither dry run nor execute", opts: resetOptions{topic: "t", toAuto: true, timeout: time.Minute}, wantErr: "takes one of --dry-run"},
+		{name: "dry run and execute", opts: resetOptions{topic: "t", toAuto: true, timeout: time.Minute, dryRun: true, execute: true}, wantErr: "takes one of --dry-run"},
+		{name: "id too long", opts: resetOptions{topic: "t", toAuto: true, id: strings.Repeat("a", 64), timeout: time.Minute, execute: true}, wantErr: "--id"},
+		{name: "id with a slash", opts: resetOptions{topic: "t", toAuto: true, id: "a/b", timeout: time.Minute, execute: true}, wantErr: "--id"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,7 +118,7 @@ func TestResetOptionsValidate(t *testing.T) {
 			}
 		})
 	}
-	o := resetOptions{topic: "t", toAuto: true, timeout: time.Minute}
+	o := resetOptions{topic: "t", toAuto: true, timeout: time.Minute, execute: true}
 	if _, err := o.validate(false); err != nil || !resetIDPattern.MatchString(o.id) || len(o.id) > 63 {
 		t.Fatalf("generated id %q: %v", o.id, err)
 	}

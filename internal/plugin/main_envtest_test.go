@@ -132,10 +132,21 @@ type result struct {
 // test's kubeconfig, stdin as its input.
 func kubectlSharestate(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return runPlugin(t, kubeconfig, stdin, args...)
+}
+
+// kubectlSharestateWith runs the plugin with another kubeconfig file, without input.
+func kubectlSharestateWith(t *testing.T, kubeconfigPath string, args ...string) result {
+	t.Helper()
+	return runPlugin(t, kubeconfigPath, "", args...)
+}
+
+func runPlugin(t *testing.T, kubeconfigPath, stdin string, args ...string) result {
+	t.Helper()
 	streams, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)
 	cmd := plugin.NewCommand(genericclioptions.NewConfigFlags(false), streams)
-	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfigPath}, args...))
 	err := cmd.ExecuteContext(ctx)
 	t.Logf("kubectl sharestate %s\n%s%s(error: %v)", strings.Join(args, " "), out, errOut, err)
 	return result{out: out.String(), errOut: errOut.String(), err: err}

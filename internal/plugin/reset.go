@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -24,9 +26,6 @@ import (
 // resetIDPattern is the schema's pattern of spec.offsetReset.id (at most 63 characters).
 var resetIDPattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$`)
 
-// maxSubmitAttempts bounds the conflicts absorbed while writing the request.
-const maxSubmitAttempts = 5
-
 type resetOptions struct {
 	topic      string
 	toEarliest bool
@@ -35,6 +34,7 @@ type resetOptions struct {
 	partitions []int32
 	id         string
 	dryRun     bool
+	execute    bool
 	timeout    time.Duration
 	poll       time.Duration
 }
@@ -42,18 +42,26 @@ type resetOptions struct {
 func newResetOffsetsCommand(o *rootOptions) *cobra.Command {
 	ro := &resetOptions{poll: 250 * time.Millisecond}
 	cmd := &cobra.Command{
-		Use:   "reset-offsets GROUP --topic TOPIC (--to-earliest | --to-offset N | --to-auto)",
+		Use:   "reset-offsets GROUP --topic TOPIC (--to-earliest | --to-offset N | --to-auto) (--dry-run | --execute)",
 		Short: "Reset a share group's start offsets on a topic, carried out by the operator",
 		Long: `Reset a share group's start offsets on one topic (Kafka's AlterShareGroupOffsets).
 
-The request is written to the ShareGroup's spec.offsetReset; the operator then raises the state epoch
-above every partition's and initializes each named partition afresh at it, with the new start offset,
-which fences every live leader. The command waits until the operator reports the reset done.
+As Kafka's kafka-share-groups.sh --reset-offsets, the command takes one of two flags: --dry-run
+shows the plan (the request, the partitions it resets, their state now and the state epoch the
+operator would choose) and changes nothing; --execute shows the same plan and carries it out. Without
+either it refuses.
+
+--execute writes the request to the ShareGroup's spec.offsetReset, unless the plan says the
+operator would refuse it (then nothing is written); the operator then raises the state epoch above
+every partition's and initializes each named partition afresh at it, with the new start offset,
+which fences every live leader. The command waits until the operator reports the reset done. Should
+the operator refuse the request all the same (the group changed in between), the command takes its
+request back out of the spec.
 
 A request runs once per id: running the command again with the same --id waits for (or reports) the
 same reset, it does not reset again.`,
-		Example: `  kubectl sharestate reset-offsets orders --topic q1Sh0o2QRbuBzMz8vEMbvQ --to-offset 1200
-  kubectl sharestate reset-offsets orders --topic orders --to-earliest --partitions 0,3 --dry-run`,
+		Example: `  kubectl sharestate reset-offsets orders --topic orders --to-earliest --partitions 0,3 --dry-run
+  kubectl sharestate reset-offsets orders --topic q1Sh0o2QRbuBzMz8vEMbvQ --to-offset 1200 --execute`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic, err := ro.validate(cmd.Flags().Changed("to-offset"))
@@ -70,7 +78,8 @@ same reset, it does not reset again.`,
 	f.BoolVar(&ro.toAuto, "to-auto", false, "clear the start offset: the leader applies share.auto.offset.reset")
 	f.Int32SliceVar(&ro.partitions, "partitions", nil, "reset only these `partitions`, e.g. 0,1,2 (default: every partition the group declares)")
 	f.StringVar(&ro.id, "id", "", "the request's id (default: a new one); the same id again is the same request")
-	f.BoolVar(&ro.dryRun, "dry-run", false, "print what would be requested and which partitions it would reset, and change nothing")
+	f.BoolVar(&ro.dryRun, "dry-run", false, "show the plan: the request and the partitions it would reset; change nothing")
+	f.BoolVar(&ro.execute, "execute", false, "show the plan and carry it out: write the request and wait for the operator")
 	f.DurationVar(&ro.timeout, "timeout", 2*time.Minute, "how long to wait for the operator to carry out the reset")
 	return cmd
 }
@@ -79,6 +88,12 @@ same reset, it does not reset again.`,
 // (its topic id still to be resolved). It fills in a new id when none was given.
 func (ro *resetOptions) validate(toOffsetSet bool) (sharestatev1.OffsetResetTopic, error) {
 	var t sharestatev1.OffsetResetTopic
+	// Kafka's kafka-share-groups.sh --reset-offsets takes exactly one of --dry-run and --execute and
+	// refuses neither or both (checkArgs in tools/src/main/java/org/apache/kafka/tools/consumer/group/
+	// ShareGroupCommandOptions.java, apache/kafka b7f6ebe2ee3497b3907e803daea5839187fdcff3): so here.
+	if ro.dryRun == ro.execute {
+		return t, errors.New("reset-offsets takes one of --dry-run (show the plan, change nothing) and --execute (carry it out)")
+	}
 	if ro.topic == "" {
 		return t, errors.New("--topic is required")
 	}
@@ -148,12 +163,17 @@ func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string
 		return err
 	}
 	req := sharestatev1.OffsetResetRequest{ID: ro.id, Topics: []sharestatev1.OffsetResetTopic{topic}}
-	if ro.dryRun {
-		return s.dryRunReset(ctx, sg, req)
+	if _, err := s.showPlan(ctx, sg, req, ro.dryRun); err != nil || ro.dryRun {
+		return err
 	}
 	sg, action, err := s.submitReset(ctx, sg, req)
 	if err != nil {
 		return err
+	}
+	if action != submitDone {
+		if _, err := fmt.Fprintf(s.out, "Reset %q is in spec.offsetReset; waiting up to %s for the operator.\n", req.ID, ro.timeout); err != nil {
+			return err
+		}
 	}
 	if sg, err = s.waitReset(ctx, sg, req.ID, ro.timeout, ro.poll); err != nil {
 		return err
@@ -161,61 +181,110 @@ func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string
 	return s.printResetOutcome(ctx, sg, req, action)
 }
 
-// submitReset writes req into the group's spec, unless decideSubmit says otherwise. The write is
-// conditional on the resourceVersion the decision was taken on; a conflict decides again.
+// submitReset writes req into the group's spec, unless decideSubmit says otherwise or the plan says
+// the operator would refuse it. The write is conditional on the resourceVersion the decision was
+// taken on; a conflict reads the group again and decides again (client-go's retry, with its backoff).
 func (s *session) submitReset(ctx context.Context, sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest) (*sharestatev1.ShareGroup, submitAction, error) {
-	for attempt := 1; ; attempt++ {
-		action, err := decideSubmit(sg, req)
-		if err != nil || action != submitWrite {
-			return sg, action, err
+	key := client.ObjectKeyFromObject(sg)
+	action := submitWrite
+	reread := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if reread {
+			fresh := &sharestatev1.ShareGroup{}
+			if err := s.client.Get(ctx, key, fresh); err != nil {
+				return apiError(err, "reading ShareGroup %s", key)
+			}
+			sg = fresh
+		}
+		reread = true
+		var err error
+		if action, err = decideSubmit(sg, req); err != nil || action != submitWrite {
+			return err
+		}
+		partitions, err := s.listPartitions(ctx, sg)
+		if err != nil {
+			return err
+		}
+		if _, err := planReset(sg, req, partitions); err != nil {
+			return wouldRefuse(req.ID, err)
 		}
 		patch := client.MergeFromWithOptions(sg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		sg.Spec.OffsetReset = req.DeepCopy()
-		err = s.client.Patch(ctx, sg, patch)
-		if err == nil {
-			return sg, submitWrite, nil
+		written := sg.DeepCopy()
+		written.Spec.OffsetReset = req.DeepCopy()
+		if err := s.client.Patch(ctx, written, patch); err != nil {
+			return apiError(err, "writing reset %q into ShareGroup %s", req.ID, key)
 		}
-		if !apierrors.IsConflict(err) || attempt == maxSubmitAttempts {
-			return nil, 0, apiError(err, "writing reset %q into ShareGroup %s/%s", req.ID, sg.Namespace, sg.Name)
-		}
-		fresh := &sharestatev1.ShareGroup{}
-		if err := s.client.Get(ctx, client.ObjectKeyFromObject(sg), fresh); err != nil {
-			return nil, 0, apiError(err, "reading ShareGroup %s/%s", sg.Namespace, sg.Name)
-		}
-		sg = fresh
+		sg = written
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
+	return sg, action, nil
+}
+
+// wouldRefuse is the error for a request the plan says the operator would refuse, before anything is
+// written.
+func wouldRefuse(id string, err error) error {
+	return fmt.Errorf("the operator would refuse reset %q, so nothing was written: %w", id, err)
 }
 
 // waitReset polls the group until the operator reports request id done or refused, or timeout passes.
+// A request the operator refused is taken back out of the spec.
 func (s *session) waitReset(ctx context.Context, sg *sharestatev1.ShareGroup, id string, timeout, poll time.Duration) (*sharestatev1.ShareGroup, error) {
 	generation := sg.Generation
 	key := client.ObjectKeyFromObject(sg)
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	for {
+	var outcomeErr error // the operator's refusal, which ends the wait
+	check := func() (bool, error) {
 		done, err := resetOutcome(sg, id, generation)
-		if err != nil || done {
-			return sg, err
+		if errors.Is(err, errRefused) {
+			outcomeErr = err
+			return true, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for reset %q: %w", id, ctx.Err())
-		case <-deadline.C:
-			return nil, fmt.Errorf("reset %q was not carried out within %s (%s); the request stays in the group's spec, is the operator running?",
-				id, timeout, resetProgress(sg))
-		case <-ticker.C:
+		return done, err
+	}
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		if done, err := check(); done || err != nil {
+			return done, err
 		}
 		fresh := &sharestatev1.ShareGroup{}
 		if err := s.client.Get(ctx, key, fresh); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("ShareGroup %s was deleted while waiting for reset %q", key, id)
+				return false, fmt.Errorf("ShareGroup %s was deleted while waiting for reset %q", key, id)
 			}
-			return nil, apiError(err, "reading ShareGroup %s", key)
+			return false, apiError(err, "reading ShareGroup %s", key)
 		}
 		sg = fresh
+		return check()
+	})
+	switch {
+	case outcomeErr != nil:
+		return nil, s.withdrawRefused(ctx, sg, id, outcomeErr)
+	case wait.Interrupted(err) && ctx.Err() == nil:
+		return nil, fmt.Errorf("reset %q was not carried out within %s (%s); the request stays in the group's spec, is the operator running?",
+			id, timeout, resetProgress(sg))
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("waiting for reset %q: %w", id, ctx.Err())
+	case err != nil:
+		return nil, err
 	}
+	return sg, nil
+}
+
+// withdrawRefused takes a refused request back out of the group's spec, so that no request the
+// operator will never carry out is left behind. The write is conditional on the resourceVersion the
+// refusal was read at: a request written since by someone else is never removed.
+func (s *session) withdrawRefused(ctx context.Context, sg *sharestatev1.ShareGroup, id string, refusal error) error {
+	if sg.Spec.OffsetReset == nil || sg.Spec.OffsetReset.ID != id {
+		return refusal
+	}
+	patch := client.MergeFromWithOptions(sg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	withdrawn := sg.DeepCopy()
+	withdrawn.Spec.OffsetReset = nil
+	if err := s.client.Patch(ctx, withdrawn, patch); err != nil {
+		return fmt.Errorf("%w; taking the request back out of spec.offsetReset failed: %w", refusal, err)
+	}
+	return fmt.Errorf("%w; the request was taken back out of spec.offsetReset", refusal)
 }
 
 // resetProgress says what the group's OffsetReset condition says.
@@ -261,37 +330,41 @@ func (s *session) printResetOutcome(ctx context.Context, sg *sharestatev1.ShareG
 	return p.err
 }
 
-// dryRunReset prints the request and what the operator would do with it, and writes nothing.
-func (s *session) dryRunReset(ctx context.Context, sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest) error {
+// showPlan prints the request and what the operator would do with it, and says what reset-offsets
+// does next: an error for a request the operator would refuse (or that conflicts with the group's).
+func (s *session) showPlan(ctx context.Context, sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest, dryRun bool) (submitAction, error) {
 	partitions, err := s.listPartitions(ctx, sg)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	doc, err := yaml.Marshal(map[string]any{"spec": map[string]any{"offsetReset": req}})
 	if err != nil {
-		return fmt.Errorf("rendering the request: %w", err)
+		return 0, fmt.Errorf("rendering the request: %w", err)
 	}
 	p := &printer{w: s.out}
-	p.printf("Dry run: nothing was changed. The request for ShareGroup %s/%s (group id %q):\n", sg.Namespace, sg.Name, sg.Spec.GroupID)
+	if dryRun {
+		p.printf("Dry run: nothing was changed. ")
+	}
+	p.printf("The request for ShareGroup %s/%s (group id %q):\n", sg.Namespace, sg.Name, sg.Spec.GroupID)
 	p.printf("%s", indent(string(doc), "  "))
 	action, err := decideSubmit(sg, req)
 	switch {
 	case err != nil:
-		return errors.Join(p.err, fmt.Errorf("the request would not be written: %w", err))
+		return 0, errors.Join(p.err, fmt.Errorf("the request would not be written: %w", err))
 	case action == submitDone:
 		p.printf("Reset %q was already carried out; the operator would not run it again.\n", req.ID)
-		return p.err
+		return action, p.err
 	case action == submitPending:
 		p.printf("Reset %q is already requested; the operator has not completed it yet.\n", req.ID)
 	}
 	plan, err := planReset(sg, req, partitions)
 	if err != nil {
-		return errors.Join(p.err, fmt.Errorf("the operator would refuse the request: %w", err))
+		return 0, errors.Join(p.err, wouldRefuse(req.ID, err))
 	}
 	p.printf("The operator would initialize %s at state epoch %d (higher if a partition is fenced meanwhile), fencing their leaders:\n",
 		counted(len(plan.targets), "partition"), plan.stateEpoch)
 	p.table("  ", []string{"TOPIC", "PARTITION", "STATE EPOCH", "START OFFSET", "NEW START OFFSET", "LEADER (BROKER/POD)"}, planCells(sg, plan))
-	return p.err
+	return action, p.err
 }
 
 func planCells(sg *sharestatev1.ShareGroup, plan resetPlan) [][]string {

@@ -1,8 +1,10 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -92,9 +94,22 @@ func decideSubmit(sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetReque
 
 // refused reports whether the operator refused the group's current reset request.
 func refused(sg *sharestatev1.ShareGroup) bool {
-	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == sharestatev1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= sg.Generation
+	return refusal(sg, sg.Generation) != nil
 }
+
+// refusal returns the OffsetReset condition when it reports a refusal of the request of generation
+// (or later): False for any reason but "in progress" (the operator refuses an undeclared topic or
+// partition, and a state epoch it cannot raise further).
+func refusal(sg *sharestatev1.ShareGroup, generation int64) *metav1.Condition {
+	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason == sharestatev1.ReasonResetInProgress || c.ObservedGeneration < generation {
+		return nil
+	}
+	return c
+}
+
+// errRefused marks the operator's refusal of a request reset-offsets wrote.
+var errRefused = errors.New("the operator refused")
 
 // sameTopics compares two requests' topics, with partitions as sets (the schema keeps them as a set).
 func sameTopics(a, b []sharestatev1.OffsetResetTopic) bool {
@@ -131,9 +146,10 @@ func resetOutcome(sg *sharestatev1.ShareGroup, id string, generation int64) (boo
 	if req := sg.Spec.OffsetReset; req == nil || req.ID != id {
 		return false, fmt.Errorf("reset %q was replaced while waiting: the group now requests %s", id, resetRequest(req))
 	}
-	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
-	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == sharestatev1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= generation {
-		return false, fmt.Errorf("the operator refused the reset: %s", c.Message)
+	if c := refusal(sg, generation); c != nil {
+		// The operator's message reads `reset "<id>" refused: why`: say "refused" once.
+		why := strings.TrimPrefix(c.Message, fmt.Sprintf("reset %q refused: ", id))
+		return false, fmt.Errorf("%w reset %q (%s): %s", errRefused, id, c.Reason, why)
 	}
 	return false, nil
 }

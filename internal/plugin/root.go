@@ -3,9 +3,11 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -37,10 +39,12 @@ its Kafka topic id or by the name the ShareGroup declares for it.`,
 	cmd.SetErr(streams.ErrOut)
 	flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(
+		newListCommand(o),
 		newDescribeCommand(o),
 		newResetOffsetsCommand(o),
 		newDeleteCommand(o),
 		newDumpCommand(o),
+		newVersionCommand(o),
 	)
 	return cmd
 }
@@ -54,6 +58,7 @@ type rootOptions struct {
 // session is one command's connection to the cluster.
 type session struct {
 	client    client.Client
+	scheme    *runtime.Scheme
 	namespace string // from -n, else the kubeconfig context's, else "default"
 	out       io.Writer
 }
@@ -70,17 +75,29 @@ func (o *rootOptions) connect() (*session, error) {
 		return nil, fmt.Errorf("finding the namespace: %w", err)
 	}
 	scheme := runtime.NewScheme()
-	if err := sharestatev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := eventsv1.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{sharestatev1.AddToScheme, eventsv1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating the API client: %w", err)
 	}
-	return &session{client: c, namespace: ns, out: o.streams.Out}, nil
+	return &session{client: c, scheme: scheme, namespace: ns, out: o.streams.Out}, nil
+}
+
+// ErrorLine renders err as the single line the plugin prints: cobra's "Did you mean this?"
+// suggestions and joined errors span several lines, which a script or a log reading stderr would
+// split apart.
+func ErrorLine(err error) string {
+	var parts []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // apiError wraps an API error with what was being done, and says what to do when the cluster does not

@@ -258,7 +258,7 @@ func (s *system) resetWithPlugin(t *testing.T, g *ledger) {
 	if err != nil {
 		t.Errorf("waiting for phase 2: %v", err) // and reset anyway, so that the consumers can finish
 	}
-	out, err := s.plugin("-n", s.brokersNS, "reset-offsets", "orders", "--topic", e2eTopic, "--to-offset", "300", "--id", "e2e-reset", "--timeout", "2m")
+	out, err := s.plugin("-n", s.brokersNS, "reset-offsets", "orders", "--topic", e2eTopic, "--to-offset", "300", "--id", "e2e-reset", "--timeout", "2m", "--execute")
 	if err != nil {
 		t.Errorf("kubectl sharestate reset-offsets: %v\n%s", err, out)
 	}
