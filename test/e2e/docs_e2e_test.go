@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -87,29 +88,44 @@ func TestDocumentedCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("the kubectl plugin", func(t *testing.T) {
+		sh.run(docBlock(t, readme, "plugin-install"))
+		sh.run(docBlock(t, readme, "plugin"))
+	})
+
 	if err := run.interrupt(time.Minute); err != nil {
 		t.Fatalf("make run after Ctrl-C: %v, want exit status 0:\n%s", err, run.out.String())
 	}
 	// The Quickstart's shell still exports KUBECONFIG: make run must start its control plane again.
 	again := sh.startBackground("make run", "Press Ctrl-C", 5*time.Minute)
-	sh.run("kubectl get sharegroup " + sampleGroupName)
+	sh.run("kubectl get sharegroup " + sampleGroupName + " && kubectl get namespace kafka")
 	if err := again.interrupt(time.Minute); err != nil {
 		t.Fatalf("the second make run after Ctrl-C: %v, want exit status 0:\n%s", err, again.out.String())
 	}
 }
 
 // newcomerShell is a shell in the clone with what the README asks a newcomer to have on PATH (kubectl,
-// here the control plane's own; helm once `make helm` built it into bin/), without a KUBECONFIG, and
-// with helm's configuration kept out of the home directory.
+// here the control plane's own; helm once `make helm` built it into bin/; ~/bin, where the README
+// builds the plugin), without a KUBECONFIG, and with a home directory of its own. Go's caches and the
+// control plane's binaries stay where they are, so nothing is built twice.
 func newcomerShell(t *testing.T, clone string) *shell {
-	helmHome := t.TempDir()
+	home := t.TempDir()
 	env := []string{
-		"PATH=" + filepath.Join(clone, "bin") + ":" + os.Getenv("KUBEBUILDER_ASSETS") + ":" + os.Getenv("PATH"),
-		"HELM_CONFIG_HOME=" + helmHome, "HELM_CACHE_HOME=" + helmHome, "HELM_DATA_HOME=" + helmHome,
+		"HOME=" + home,
+		"PATH=" + strings.Join([]string{filepath.Join(home, "bin"), filepath.Join(clone, "bin"), os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PATH")}, ":"),
+		"ENVTEST_CACHE_DIR=" + filepath.Dir(os.Getenv("KUBEBUILDER_ASSETS")),
+	}
+	for _, name := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", name, err)
+		}
+		env = append(env, name+"="+strings.TrimSpace(string(out)))
 	}
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "PATH", "KUBECONFIG", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME":
+		case "HOME", "PATH", "KUBECONFIG", "ENVTEST_CACHE_DIR", "GOCACHE", "GOMODCACHE", "GOPATH",
+			"HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME":
 		default:
 			env = append(env, kv)
 		}
@@ -159,7 +175,7 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 	return cl
 }
 
-// writeShareState plays the broker: it initializes three partitions of the sample group through the
+// writeShareState plays the broker: it initializes four partitions of the sample group through the
 // sidecar that make run serves at address, and writes record states into them.
 func writeShareState(ctx context.Context, t *testing.T, address string) {
 	t.Helper()
@@ -173,7 +189,7 @@ func writeShareState(ctx context.Context, t *testing.T, address string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p := range int32(3) {
+	for p := range int32(4) {
 		init := store.Initialize(ctx, sharestate.InitializeRequest{GroupID: sampleGroupID, Topics: []sharestate.TopicData[sharestate.InitializePartition]{
 			{TopicID: topic, Partitions: []sharestate.InitializePartition{{Partition: p, StateEpoch: 2, StartOffset: 100}}}}})
 		if r := init.Topics[0].Partitions[0]; r.ErrorCode != sharestate.ErrNone {
