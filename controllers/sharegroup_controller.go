@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -224,16 +226,12 @@ func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *sharestatev1.Sh
 	if !controllerutil.ContainsFinalizer(sg, sharestatev1.FinalizerPartitionState) {
 		return nil
 	}
-	selector := []client.DeleteAllOfOption{client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}}
-	if err := r.Client.DeleteAllOf(ctx, &sharestatev1.SharePartitionState{}, selector...); err != nil {
-		return fmt.Errorf("deleting the group's partition state: %w", err)
+	left, err := r.deletePartitionState(ctx, sg)
+	if err != nil {
+		return err
 	}
-	var left sharestatev1.SharePartitionStateList
-	if err := r.APIReader.List(ctx, &left, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}); err != nil {
-		return fmt.Errorf("listing the group's partition state: %w", err)
-	}
-	if len(left.Items) > 0 {
-		return fmt.Errorf("%d partition states of the group are still being deleted", len(left.Items))
+	if left > 0 {
+		return fmt.Errorf("%d partition states of the group are still being deleted", left)
 	}
 	patch := client.MergeFrom(sg.DeepCopy())
 	controllerutil.RemoveFinalizer(sg, sharestatev1.FinalizerPartitionState)
@@ -242,4 +240,35 @@ func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *sharestatev1.Sh
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted the group's partition state")
 	return nil
+}
+
+// deletePartitionState deletes the group's SharePartitionStates and returns how many the API server
+// still has. When the SharePartitionState kind itself is gone (its CRD deleted, as `make uninstall`
+// does first), every one of them went with it: none is left, and the finalizer must not hold the
+// group, nor with it the deletion of the ShareGroup CRD, forever.
+func (r *ShareGroupReconciler) deletePartitionState(ctx context.Context, sg *sharestatev1.ShareGroup) (int, error) {
+	selector := []client.DeleteAllOfOption{client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}}
+	err := r.Client.DeleteAllOf(ctx, &sharestatev1.SharePartitionState{}, selector...)
+	if kindGone(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("deleting the group's partition state: %w", err)
+	}
+	var left sharestatev1.SharePartitionStateList
+	err = r.APIReader.List(ctx, &left, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name})
+	if kindGone(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing the group's partition state: %w", err)
+	}
+	return len(left.Items), nil
+}
+
+// kindGone reports whether a request on a collection of SharePartitionStates failed because the
+// kind does not exist: the REST mapper no longer knows it, or it still does and the API server
+// answers 404 for the whole resource (a collection in a namespace is never NotFound otherwise).
+func kindGone(err error) bool {
+	return err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err))
 }
