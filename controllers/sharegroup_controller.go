@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -189,7 +191,11 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 }
 
 // adoptPartitions finds the group's partitions, first making the group the controller of those
-// that have none (created before the group, or by hand) and labelling them with the group's name.
+// that have none (created before the group, or by hand) and labelling them with the group's name, and
+// filling in the topic's name where the group declares it and the object has none. An object whose
+// name is not the one derived from its key is not adopted: the persister finds a partition's state by
+// that name alone, so such an object is a second state for the partition that nothing reads; the
+// MisnamedPartitionStates condition names it, for an admin to delete.
 func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
 	sg := s.group
 	var list sharestatev1.SharePartitionStateList
@@ -197,28 +203,75 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 		return fmt.Errorf("listing the partitions: %w", err)
 	}
 	owned := list.Items[:0]
+	var misnamed []string
 	for i := range list.Items {
 		sps := &list.Items[i]
 		if owner := metav1.GetControllerOf(sps); owner != nil && owner.UID != sg.UID {
 			continue // another ShareGroup with the same group id holds it
 		}
-		if metav1.GetControllerOf(sps) == nil || sps.Labels[sharestatev1.LabelShareGroup] != sg.Name {
-			patch := client.MergeFrom(sps.DeepCopy())
-			if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
-				return err
-			}
-			if sps.Labels == nil {
-				sps.Labels = map[string]string{}
-			}
-			sps.Labels[sharestatev1.LabelShareGroup] = sg.Name
-			if err := r.Client.Patch(ctx, sps, patch); err != nil {
-				return fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
-			}
+		if sps.Name != sharestatev1.SharePartitionStateName(string(sps.Spec.GroupID), string(sps.Spec.TopicID), sps.Spec.Partition) {
+			misnamed = append(misnamed, sps.Name)
+			continue
+		}
+		if err := r.adopt(ctx, sg, sps); err != nil {
+			return err
 		}
 		owned = append(owned, *sps)
 	}
 	s.partitions = owned
+	r.reportMisnamed(sg, misnamed)
 	return nil
+}
+
+// adopt makes the group the partition's controller, labels it with the group's name and names its
+// topic, in one patch, where any of that is missing.
+func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) error {
+	topicName := sg.DeclaredTopicName(sps.Spec.TopicID)
+	nameTopic := sps.Spec.TopicName == "" && topicName != ""
+	if metav1.GetControllerOf(sps) != nil && sps.Labels[sharestatev1.LabelShareGroup] == sg.Name && !nameTopic {
+		return nil
+	}
+	patch := client.MergeFrom(sps.DeepCopy())
+	if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if sps.Labels == nil {
+		sps.Labels = map[string]string{}
+	}
+	sps.Labels[sharestatev1.LabelShareGroup] = sg.Name
+	if nameTopic {
+		sps.Spec.TopicName = topicName // the schema lets an unset topicName be set once
+	}
+	if err := r.Client.Patch(ctx, sps, patch); err != nil {
+		return fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
+	}
+	return nil
+}
+
+// maxNamesInMessage bounds the misnamed objects a condition message lists.
+const maxNamesInMessage = 5
+
+// reportMisnamed sets the MisnamedPartitionStates condition, and emits a Warning when the set of
+// misnamed objects changes.
+func (r *ShareGroupReconciler) reportMisnamed(sg *sharestatev1.ShareGroup, names []string) {
+	c := metav1.Condition{Type: sharestatev1.ConditionMisnamedPartitionStates, Status: metav1.ConditionFalse,
+		Reason: sharestatev1.ReasonNamesDerivedFromKeys, Message: "every SharePartitionState of the group has the name derived from its key",
+		ObservedGeneration: sg.Generation}
+	if len(names) > 0 {
+		slices.Sort(names)
+		listed := names[:min(len(names), maxNamesInMessage)]
+		more := ""
+		if len(names) > len(listed) {
+			more = fmt.Sprintf(" and %d more", len(names)-len(listed))
+		}
+		c.Status, c.Reason = metav1.ConditionTrue, sharestatev1.ReasonNameNotDerivedFromKey
+		c.Message = fmt.Sprintf("%d SharePartitionStates of the group are not under the name derived from their key, so the "+
+			"persister never reads them and the group does not adopt them; delete them: %s%s", len(names), strings.Join(listed, ", "), more)
+	}
+	if old := meta.FindStatusCondition(sg.Status.Conditions, c.Type); c.Status == metav1.ConditionTrue && (old == nil || old.Message != c.Message) {
+		r.Recorder.Eventf(sg, nil, "Warning", sharestatev1.EventReasonMisnamedPartitionState, "Adopt", "%s", c.Message)
+	}
+	meta.SetStatusCondition(&sg.Status.Conditions, c)
 }
 
 // finalize deletes the group's partition state, and lets the group go once none is left.

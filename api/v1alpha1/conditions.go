@@ -15,6 +15,10 @@ const (
 	ConditionReady = "Ready"
 	// ConditionOffsetReset reports the last offset reset request: True when done, False when refused.
 	ConditionOffsetReset = "OffsetReset"
+	// ConditionMisnamedPartitionStates is True when SharePartitionStates of the group's id exist under
+	// names that are not derived from their key (created by hand): nothing reads them, and the
+	// operator does not adopt them.
+	ConditionMisnamedPartitionStates = "MisnamedPartitionStates"
 )
 
 // Condition reasons.
@@ -56,6 +60,10 @@ const (
 	ReasonNoPartitions = "NoPartitions"
 	// ReasonNoPartitionFenced: no partition of the group is fenced.
 	ReasonNoPartitionFenced = "NoPartitionFenced"
+	// ReasonNameNotDerivedFromKey: some SharePartitionStates are under names not derived from their key.
+	ReasonNameNotDerivedFromKey = "NameNotDerivedFromKey"
+	// ReasonNamesDerivedFromKeys: every SharePartitionState of the group is under its derived name.
+	ReasonNamesDerivedFromKeys = "NamesDerivedFromKeys"
 )
 
 // FinalizerPartitionState is the ShareGroup finalizer with which the operator deletes the group's
@@ -78,4 +86,7 @@ const (
 	EventReasonOffsetReset = "OffsetReset"
 	// EventReasonOffsetResetRefused: the offset reset request cannot be carried out as written.
 	EventReasonOffsetResetRefused = "OffsetResetRefused"
+	// EventReasonMisnamedPartitionState: SharePartitionStates of the group are under names not derived
+	// from their key, and are not adopted.
+	EventReasonMisnamedPartitionState = "MisnamedPartitionState"
 )

@@ -76,3 +76,13 @@ func (sg *ShareGroup) NextResetStateEpoch(partitions []SharePartitionState) int6
 // MaxResetStateEpoch is the highest state epoch a reset may initialize at: Initialize refuses
 // 2147483647, which would leave no room for the operator's fence.
 const MaxResetStateEpoch = math.MaxInt32 - 1
+
+// DeclaredTopicName returns the name spec.topics gives the topic, or "" when it declares none.
+func (sg *ShareGroup) DeclaredTopicName(id TopicID) string {
+	for _, t := range sg.Spec.Topics {
+		if t.TopicID == id {
+			return t.Name
+		}
+	}
+	return ""
+}

@@ -213,7 +213,7 @@ type ShareGroupStatus struct {
 	// +optional
 	LastOffsetReset *OffsetResetStatus `json:"lastOffsetReset,omitempty"`
 
-	// conditions are Ready, Fenced and OffsetReset.
+	// conditions are Ready, Fenced, OffsetReset and MisnamedPartitionStates.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
