@@ -52,8 +52,16 @@ const (
 	ReasonPartitionsNotInitialized = "PartitionsNotInitialized"
 	// ReasonResetCompleted: the offset reset request was carried out.
 	ReasonResetCompleted = "ResetCompleted"
-	// ReasonResetUndeclaredTopic: the offset reset names a topic or partition the group does not declare.
+	// ReasonResetUndeclaredTopic: the offset reset names a topic that spec.topics does not declare.
 	ReasonResetUndeclaredTopic = "ResetUndeclaredTopic"
+	// ReasonResetUndeclaredPartition: the offset reset names a partition at or above its topic's
+	// declared partition count.
+	ReasonResetUndeclaredPartition = "ResetUndeclaredPartition"
+	// ReasonResetNoPartitions: the group declares no topics, the offset reset names a topic without
+	// listing its partitions, and no state of that topic exists to say which partitions it has.
+	ReasonResetNoPartitions = "ResetNoPartitions"
+	// ReasonResetRefused: the Ready condition's reason while the group's offset reset request is refused.
+	ReasonResetRefused = "ResetRefused"
 	// ReasonResetInProgress: the offset reset has started and not finished.
 	ReasonResetInProgress = "ResetInProgress"
 	// ReasonNoPartitions: the group has no share-partitions yet.

@@ -86,13 +86,13 @@ func TestResetOffsetsRefused(t *testing.T) {
 
 	mustFail(t, "", "the operator would refuse the request: topic "+topicUndeclared+" is not declared in spec.topics",
 		"reset-offsets", sg.Name, "-n", ns, "--topic", topicUndeclared, "--to-earliest", "--dry-run")
-	r := mustFail(t, "", `the operator refused the reset: reset "bad" refused: topic `+topicUndeclared+` is not declared in spec.topics`,
+	r := mustFail(t, "", `the operator refused the reset: reset "bad" will not run as written: topic `+topicUndeclared+` is not declared in spec.topics`,
 		"reset-offsets", sg.Name, "-n", ns, "--topic", topicUndeclared, "--to-earliest", "--id", "bad", "--timeout", "30s")
 	if r.out != "" {
 		t.Fatalf("a refused reset printed an outcome:\n%s", r.out)
 	}
 	// The same request again fails the same way, at once.
-	mustFail(t, "", `reset "bad" refused`, "reset-offsets", sg.Name, "-n", ns, "--topic", topicUndeclared, "--to-earliest", "--id", "bad", "--timeout", "30s")
+	mustFail(t, "", `reset "bad" will not run as written`, "reset-offsets", sg.Name, "-n", ns, "--topic", topicUndeclared, "--to-earliest", "--id", "bad", "--timeout", "30s")
 	if g := getGroup(t, sg); g.Status.LastOffsetReset != nil {
 		t.Fatalf("a refused reset was recorded: %+v", g.Status.LastOffsetReset)
 	}
@@ -112,7 +112,7 @@ func TestResetOffsetsRefused(t *testing.T) {
 		{"partition -2 is negative", []string{"--topic", "orders", "--to-auto", "--partitions", "1,-2"}},
 		{`--id "-x-"`, []string{"--topic", "orders", "--to-auto", "--id", "-x-"}},
 		{"--topic is required", []string{"--to-auto"}},
-		{"topic " + topicOrders + " declares 2 partitions, not partition 5", []string{"--topic", "orders", "--to-auto", "--partitions", "5", "--dry-run"}},
+		{"topic " + topicOrders + " declares 2 partitions in spec.topics of group \"reset-refused\", so partition 5 does not exist", []string{"--topic", "orders", "--to-auto", "--partitions", "5", "--dry-run"}},
 	} {
 		mustFail(t, "", tc.want, append([]string{"reset-offsets", sg.Name, "-n", ns}, tc.args...)...)
 	}

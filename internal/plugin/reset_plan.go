@@ -29,7 +29,7 @@ type resetPlan struct {
 // planReset works out what the operator does with the request (sharestatev1.ShareGroup.ResetTargets and
 // NextResetStateEpoch, which the operator calls too), and what it would refuse.
 func planReset(sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest, partitions []sharestatev1.SharePartitionState) (resetPlan, error) {
-	targets, err := sg.ResetTargets(req)
+	targets, err := sg.ResetTargets(req, partitions)
 	if err != nil {
 		return resetPlan{}, err
 	}
@@ -93,7 +93,7 @@ func decideSubmit(sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetReque
 // refused reports whether the operator refused the group's current reset request.
 func refused(sg *sharestatev1.ShareGroup) bool {
 	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == sharestatev1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= sg.Generation
+	return c != nil && c.Status == metav1.ConditionFalse && sharestatev1.IsResetRefusedReason(c.Reason) && c.ObservedGeneration >= sg.Generation
 }
 
 // sameTopics compares two requests' topics, with partitions as sets (the schema keeps them as a set).
@@ -132,7 +132,7 @@ func resetOutcome(sg *sharestatev1.ShareGroup, id string, generation int64) (boo
 		return false, fmt.Errorf("reset %q was replaced while waiting: the group now requests %s", id, resetRequest(req))
 	}
 	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
-	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == sharestatev1.ReasonResetUndeclaredTopic && c.ObservedGeneration >= generation {
+	if c != nil && c.Status == metav1.ConditionFalse && sharestatev1.IsResetRefusedReason(c.Reason) && c.ObservedGeneration >= generation {
 		return false, fmt.Errorf("the operator refused the reset: %s", c.Message)
 	}
 	return false, nil
