@@ -114,8 +114,8 @@ install: ## Install the CRDs into the cluster that kubectl talks to.
 	kubectl apply --server-side -f config/crd/bases
 
 .PHONY: uninstall
-uninstall: ## Remove the CRDs (and with them every ShareGroup and SharePartitionState!) from the cluster.
-	kubectl delete --ignore-not-found -f config/crd/bases
+uninstall: ## Remove the CRDs (and with them every ShareGroup and SharePartitionState!), with or without a running operator.
+	hack/uninstall-crds.sh
 
 ##@ Chart
 

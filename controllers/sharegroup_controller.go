@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -187,7 +191,11 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 }
 
 // adoptPartitions finds the group's partitions, first making the group the controller of those
-// that have none (created before the group, or by hand) and labelling them with the group's name.
+// that have none (created before the group, or by hand) and labelling them with the group's name, and
+// filling in the topic's name where the group declares it and the object has none. An object whose
+// name is not the one derived from its key is not adopted: the persister finds a partition's state by
+// that name alone, so such an object is a second state for the partition that nothing reads; the
+// MisnamedPartitionStates condition names it, for an admin to delete.
 func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
 	sg := s.group
 	var list sharestatev1.SharePartitionStateList
@@ -195,28 +203,75 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 		return fmt.Errorf("listing the partitions: %w", err)
 	}
 	owned := list.Items[:0]
+	var misnamed []string
 	for i := range list.Items {
 		sps := &list.Items[i]
 		if owner := metav1.GetControllerOf(sps); owner != nil && owner.UID != sg.UID {
 			continue // another ShareGroup with the same group id holds it
 		}
-		if metav1.GetControllerOf(sps) == nil || sps.Labels[sharestatev1.LabelShareGroup] != sg.Name {
-			patch := client.MergeFrom(sps.DeepCopy())
-			if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
-				return err
-			}
-			if sps.Labels == nil {
-				sps.Labels = map[string]string{}
-			}
-			sps.Labels[sharestatev1.LabelShareGroup] = sg.Name
-			if err := r.Client.Patch(ctx, sps, patch); err != nil {
-				return fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
-			}
+		if sps.Name != sharestatev1.SharePartitionStateName(string(sps.Spec.GroupID), string(sps.Spec.TopicID), sps.Spec.Partition) {
+			misnamed = append(misnamed, sps.Name)
+			continue
+		}
+		if err := r.adopt(ctx, sg, sps); err != nil {
+			return err
 		}
 		owned = append(owned, *sps)
 	}
 	s.partitions = owned
+	r.reportMisnamed(sg, misnamed)
 	return nil
+}
+
+// adopt makes the group the partition's controller, labels it with the group's name and names its
+// topic, in one patch, where any of that is missing.
+func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) error {
+	topicName := sg.DeclaredTopicName(sps.Spec.TopicID)
+	nameTopic := sps.Spec.TopicName == "" && topicName != ""
+	if metav1.GetControllerOf(sps) != nil && sps.Labels[sharestatev1.LabelShareGroup] == sg.Name && !nameTopic {
+		return nil
+	}
+	patch := client.MergeFrom(sps.DeepCopy())
+	if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if sps.Labels == nil {
+		sps.Labels = map[string]string{}
+	}
+	sps.Labels[sharestatev1.LabelShareGroup] = sg.Name
+	if nameTopic {
+		sps.Spec.TopicName = topicName // the schema lets an unset topicName be set once
+	}
+	if err := r.Client.Patch(ctx, sps, patch); err != nil {
+		return fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
+	}
+	return nil
+}
+
+// maxNamesInMessage bounds the misnamed objects a condition message lists.
+const maxNamesInMessage = 5
+
+// reportMisnamed sets the MisnamedPartitionStates condition, and emits a Warning when the set of
+// misnamed objects changes.
+func (r *ShareGroupReconciler) reportMisnamed(sg *sharestatev1.ShareGroup, names []string) {
+	c := metav1.Condition{Type: sharestatev1.ConditionMisnamedPartitionStates, Status: metav1.ConditionFalse,
+		Reason: sharestatev1.ReasonNamesDerivedFromKeys, Message: "every SharePartitionState of the group has the name derived from its key",
+		ObservedGeneration: sg.Generation}
+	if len(names) > 0 {
+		slices.Sort(names)
+		listed := names[:min(len(names), maxNamesInMessage)]
+		more := ""
+		if len(names) > len(listed) {
+			more = fmt.Sprintf(" and %d more", len(names)-len(listed))
+		}
+		c.Status, c.Reason = metav1.ConditionTrue, sharestatev1.ReasonNameNotDerivedFromKey
+		c.Message = fmt.Sprintf("%d SharePartitionStates of the group are not under the name derived from their key, so the "+
+			"persister never reads them and the group does not adopt them; delete them: %s%s", len(names), strings.Join(listed, ", "), more)
+	}
+	if old := meta.FindStatusCondition(sg.Status.Conditions, c.Type); c.Status == metav1.ConditionTrue && (old == nil || old.Message != c.Message) {
+		r.Recorder.Eventf(sg, nil, "Warning", sharestatev1.EventReasonMisnamedPartitionState, "Adopt", "%s", c.Message)
+	}
+	meta.SetStatusCondition(&sg.Status.Conditions, c)
 }
 
 // finalize deletes the group's partition state, and lets the group go once none is left.
@@ -224,22 +279,51 @@ func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *sharestatev1.Sh
 	if !controllerutil.ContainsFinalizer(sg, sharestatev1.FinalizerPartitionState) {
 		return nil
 	}
-	selector := []client.DeleteAllOfOption{client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}}
-	if err := r.Client.DeleteAllOf(ctx, &sharestatev1.SharePartitionState{}, selector...); err != nil {
-		return fmt.Errorf("deleting the group's partition state: %w", err)
+	left, err := r.deletePartitionState(ctx, sg)
+	if err != nil {
+		return err
 	}
-	var left sharestatev1.SharePartitionStateList
-	if err := r.APIReader.List(ctx, &left, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}); err != nil {
-		return fmt.Errorf("listing the group's partition state: %w", err)
+	if left > 0 {
+		return fmt.Errorf("%d partition states of the group are still being deleted", left)
 	}
-	if len(left.Items) > 0 {
-		return fmt.Errorf("%d partition states of the group are still being deleted", len(left.Items))
-	}
-	patch := client.MergeFrom(sg.DeepCopy())
+	// A merge patch replaces the whole finalizer list: the optimistic lock keeps it from dropping a
+	// finalizer someone else added meanwhile. A group already gone has nothing left to finalize.
+	patch := client.MergeFromWithOptions(sg.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(sg, sharestatev1.FinalizerPartitionState)
-	if err := r.Client.Patch(ctx, sg, patch); err != nil {
+	if err := client.IgnoreNotFound(r.Client.Patch(ctx, sg, patch)); err != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted the group's partition state")
 	return nil
+}
+
+// deletePartitionState deletes the group's SharePartitionStates and returns how many the API server
+// still has. When the SharePartitionState kind itself is gone (its CRD deleted, as `make uninstall`
+// does first), every one of them went with it: none is left, and the finalizer must not hold the
+// group, nor with it the deletion of the ShareGroup CRD, forever.
+func (r *ShareGroupReconciler) deletePartitionState(ctx context.Context, sg *sharestatev1.ShareGroup) (int, error) {
+	selector := []client.DeleteAllOfOption{client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name}}
+	err := r.Client.DeleteAllOf(ctx, &sharestatev1.SharePartitionState{}, selector...)
+	if kindGone(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("deleting the group's partition state: %w", err)
+	}
+	var left sharestatev1.SharePartitionStateList
+	err = r.APIReader.List(ctx, &left, client.InNamespace(sg.Namespace), client.MatchingLabels{sharestatev1.LabelShareGroup: sg.Name})
+	if kindGone(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing the group's partition state: %w", err)
+	}
+	return len(left.Items), nil
+}
+
+// kindGone reports whether a request on a collection of SharePartitionStates failed because the
+// kind does not exist: the REST mapper no longer knows it, or it still does and the API server
+// answers 404 for the whole resource (a collection in a namespace is never NotFound otherwise).
+func kindGone(err error) bool {
+	return err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err))
 }

@@ -39,22 +39,31 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope
 	sg := s.group
 	req := sg.Spec.OffsetReset
 	if req == nil {
+		forgetRefusal(sg)
 		return nil
 	}
 	last := sg.Status.LastOffsetReset
 	if last != nil && last.ID == req.ID && last.CompletionTime != nil {
 		return nil
 	}
-	targets, err := sg.ResetTargets(*req)
+	existing, err := r.livePartitions(ctx, sg)
 	if err != nil {
-		r.refuseReset(sg, req.ID, sharestatev1.ReasonResetUndeclaredTopic, err)
+		return err
+	}
+	targets, err := sg.ResetTargets(*req, existing)
+	var refusal *sharestatev1.ResetRefusal
+	if errors.As(err, &refusal) {
+		r.refuseReset(sg, req.ID, refusal.Reason, refusal.Message)
 		return nil // nothing to retry until the spec changes
+	}
+	if err != nil {
+		return err
 	}
 	for round := 1; ; round++ {
 		if last == nil || last.ID != req.ID || last.StartTime == nil {
 			err := r.startReset(ctx, sg)
 			if errors.Is(err, errStateEpochExhausted) {
-				r.refuseReset(sg, req.ID, sharestatev1.ReasonStateEpochExhausted, err)
+				r.refuseReset(sg, req.ID, sharestatev1.ReasonStateEpochExhausted, err.Error())
 				return nil // retrying cannot raise the epoch further
 			}
 			if err != nil {
@@ -173,14 +182,35 @@ func initializeRequest(group string, targets []sharestatev1.ResetTarget, epoch i
 	return req, nil
 }
 
-// refuseReset reports a request that cannot be carried out, once per change, with the condition reason.
-func (r *ShareGroupReconciler) refuseReset(sg *sharestatev1.ShareGroup, id, reason string, err error) {
+// refuseReset reports a request that will not run as written, with the condition reason, and emits
+// a Warning once per change. The request stays in spec.offsetReset: the spec is the user's, and
+// removing it would also remove the evidence of what was asked. The refusal is final for that
+// spec: it shows in the OffsetReset condition and, while the request stays, in Ready (the MESSAGE
+// column of kubectl get sg -o wide), until the request is changed or removed.
+func (r *ShareGroupReconciler) refuseReset(sg *sharestatev1.ShareGroup, id, reason, why string) {
 	c := metav1.Condition{Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: reason,
-		Message: fmt.Sprintf("reset %q refused: %v", id, err), ObservedGeneration: sg.Generation}
+		Message: sharestatev1.ResetRefusalMessage(id, why), ObservedGeneration: sg.Generation}
 	if old := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset); old == nil || old.Message != c.Message {
 		r.Recorder.Eventf(sg, nil, "Warning", sharestatev1.EventReasonOffsetResetRefused, "Reset", "%s", c.Message)
 	}
 	meta.SetStatusCondition(&sg.Status.Conditions, c)
+}
+
+// forgetRefusal drops the refusal of a request that was removed from the spec: nothing is refused
+// any more. (The condition of a reset that ran stays, with status.lastOffsetReset.)
+func forgetRefusal(sg *sharestatev1.ShareGroup) {
+	if c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionOffsetReset); c != nil && sharestatev1.IsResetRefusedReason(c.Reason) && c.Status == metav1.ConditionFalse {
+		meta.RemoveStatusCondition(&sg.Status.Conditions, sharestatev1.ConditionOffsetReset)
+	}
+}
+
+// resetRefusal returns the OffsetReset condition when it refuses the group's current request.
+func resetRefusal(sg *sharestatev1.ShareGroup, conditions []metav1.Condition) *metav1.Condition {
+	c := meta.FindStatusCondition(conditions, sharestatev1.ConditionOffsetReset)
+	if sg.Spec.OffsetReset == nil || c == nil || c.Status != metav1.ConditionFalse || !sharestatev1.IsResetRefusedReason(c.Reason) {
+		return nil
+	}
+	return c
 }
 
 // livePartitions lists the group's share-partitions from the API server (a reset's epoch is never

@@ -57,7 +57,10 @@ func inFlight(p *sharestatev1.SharePartitionState) int64 {
 
 func readyCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatus) metav1.Condition {
 	c := metav1.Condition{Type: sharestatev1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: sg.Generation}
+	refusal := resetRefusal(sg, s.Conditions)
 	switch {
+	case refusal != nil: // what the user asked for will not happen until they change it: say so first
+		c.Reason, c.Message = sharestatev1.ReasonResetRefused, refusal.Message
 	case s.Partitions == 0:
 		c.Reason, c.Message = sharestatev1.ReasonNoPartitions, "no share-partition state exists for the group yet"
 	case s.FencedPartitions > 0:

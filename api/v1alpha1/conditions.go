@@ -15,6 +15,10 @@ const (
 	ConditionReady = "Ready"
 	// ConditionOffsetReset reports the last offset reset request: True when done, False when refused.
 	ConditionOffsetReset = "OffsetReset"
+	// ConditionMisnamedPartitionStates is True when SharePartitionStates of the group's id exist under
+	// names that are not derived from their key (created by hand): nothing reads them, and the
+	// operator does not adopt them.
+	ConditionMisnamedPartitionStates = "MisnamedPartitionStates"
 )
 
 // Condition reasons.
@@ -48,14 +52,26 @@ const (
 	ReasonPartitionsNotInitialized = "PartitionsNotInitialized"
 	// ReasonResetCompleted: the offset reset request was carried out.
 	ReasonResetCompleted = "ResetCompleted"
-	// ReasonResetUndeclaredTopic: the offset reset names a topic or partition the group does not declare.
+	// ReasonResetUndeclaredTopic: the offset reset names a topic that spec.topics does not declare.
 	ReasonResetUndeclaredTopic = "ResetUndeclaredTopic"
+	// ReasonResetUndeclaredPartition: the offset reset names a partition at or above its topic's
+	// declared partition count.
+	ReasonResetUndeclaredPartition = "ResetUndeclaredPartition"
+	// ReasonResetNoPartitions: the group declares no topics, the offset reset names a topic without
+	// listing its partitions, and no state of that topic exists to say which partitions it has.
+	ReasonResetNoPartitions = "ResetNoPartitions"
+	// ReasonResetRefused: the Ready condition's reason while the group's offset reset request is refused.
+	ReasonResetRefused = "ResetRefused"
 	// ReasonResetInProgress: the offset reset has started and not finished.
 	ReasonResetInProgress = "ResetInProgress"
 	// ReasonNoPartitions: the group has no share-partitions yet.
 	ReasonNoPartitions = "NoPartitions"
 	// ReasonNoPartitionFenced: no partition of the group is fenced.
 	ReasonNoPartitionFenced = "NoPartitionFenced"
+	// ReasonNameNotDerivedFromKey: some SharePartitionStates are under names not derived from their key.
+	ReasonNameNotDerivedFromKey = "NameNotDerivedFromKey"
+	// ReasonNamesDerivedFromKeys: every SharePartitionState of the group is under its derived name.
+	ReasonNamesDerivedFromKeys = "NamesDerivedFromKeys"
 )
 
 // FinalizerPartitionState is the ShareGroup finalizer with which the operator deletes the group's
@@ -78,4 +94,7 @@ const (
 	EventReasonOffsetReset = "OffsetReset"
 	// EventReasonOffsetResetRefused: the offset reset request cannot be carried out as written.
 	EventReasonOffsetResetRefused = "OffsetResetRefused"
+	// EventReasonMisnamedPartitionState: SharePartitionStates of the group are under names not derived
+	// from their key, and are not adopted.
+	EventReasonMisnamedPartitionState = "MisnamedPartitionState"
 )

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // ResetTarget is one partition an offset reset initializes, with the start offset it gets. It is a
@@ -14,35 +16,91 @@ type ResetTarget struct {
 	StartOffset int64
 }
 
-// ResetTargets lists the partitions the request names, in the request's order, from the group's
-// declared topics; or it says what the request names that the group does not declare, which the
-// operator refuses. The operator and the kubectl plugin both plan a reset with it.
-func (sg *ShareGroup) ResetTargets(req OffsetResetRequest) ([]ResetTarget, error) {
-	declared := make(map[TopicID]int32, len(sg.Spec.Topics))
-	for _, t := range sg.Spec.Topics {
-		declared[t.TopicID] = t.Partitions
+// ResetRefusal says why the operator refuses a reset request as written: Reason is the OffsetReset
+// condition's reason, the message what is wrong and how to put it right.
+// +kubebuilder:object:generate=false
+type ResetRefusal struct {
+	Reason  string
+	Message string
+}
+
+func (r *ResetRefusal) Error() string { return r.Message }
+
+// IsResetRefusedReason reports whether an OffsetReset condition's reason is a refusal: the request as
+// written will never run, and the operator waits for the spec to change.
+func IsResetRefusedReason(reason string) bool {
+	switch reason {
+	case ReasonResetUndeclaredTopic, ReasonResetUndeclaredPartition, ReasonResetNoPartitions, ReasonStateEpochExhausted:
+		return true
 	}
+	return false
+}
+
+// ResetTargets lists the partitions the request names, in the request's order, or refuses it with a
+// *ResetRefusal. The operator and the kubectl plugin both plan a reset with it.
+//
+// Which partitions a topic has follows from what the group declares (semantics §6). When spec.topics
+// declares topics, a topic must be among them and its partitions below the declared count; all of
+// them are the declared count. When it declares none, every partition is known: the request's
+// partitions are taken as they are, and "all" are the partitions whose state exists (existing, the
+// group's SharePartitionStates), since nothing else says how many the topic has.
+func (sg *ShareGroup) ResetTargets(req OffsetResetRequest, existing []SharePartitionState) ([]ResetTarget, error) {
 	var targets []ResetTarget
 	for _, t := range req.Topics {
-		count, ok := declared[t.TopicID]
-		if !ok {
-			return nil, fmt.Errorf("topic %s is not declared in spec.topics of group %q", t.TopicID, sg.Spec.GroupID)
+		partitions, err := sg.resetPartitions(t, existing)
+		if err != nil {
+			return nil, err
 		}
-		named := t.Partitions
-		if len(named) == 0 {
-			named = make([]int32, count)
-			for p := range count {
-				named[p] = p
-			}
-		}
-		for _, p := range named {
-			if p >= count {
-				return nil, fmt.Errorf("topic %s declares %d partitions, not partition %d", t.TopicID, count, p)
-			}
+		for _, p := range partitions {
 			targets = append(targets, ResetTarget{TopicID: t.TopicID, Partition: p, StartOffset: t.StartOffset()})
 		}
 	}
 	return targets, nil
+}
+
+// resetPartitions lists the partitions of one topic of a reset request.
+func (sg *ShareGroup) resetPartitions(t OffsetResetTopic, existing []SharePartitionState) ([]int32, error) {
+	if len(sg.Spec.Topics) == 0 {
+		if len(t.Partitions) > 0 {
+			return t.Partitions, nil
+		}
+		var found []int32
+		for i := range existing {
+			if existing[i].Spec.TopicID == t.TopicID {
+				found = append(found, existing[i].Spec.Partition)
+			}
+		}
+		if len(found) == 0 {
+			return nil, &ResetRefusal{Reason: ReasonResetNoPartitions, Message: fmt.Sprintf("topic %s has no share-partition state "+
+				"in group %q and the group declares no topics, so the partitions to reset are unknown: list them in the "+
+				"request's partitions, or declare the topic in spec.topics (topicId, name, partitions); once spec.topics "+
+				"declares a topic, every topic it does not list is UNKNOWN_TOPIC_OR_PARTITION to the brokers", t.TopicID, sg.Spec.GroupID)}
+		}
+		slices.Sort(found)
+		return slices.Compact(found), nil
+	}
+	i := slices.IndexFunc(sg.Spec.Topics, func(d ShareGroupTopic) bool { return d.TopicID == t.TopicID })
+	if i < 0 {
+		return nil, &ResetRefusal{Reason: ReasonResetUndeclaredTopic, Message: fmt.Sprintf("topic %s is not declared in "+
+			"spec.topics of group %q, which declares %d topics: add it (topicId, name, partitions), or reset a declared "+
+			"topic; a topic spec.topics does not list is UNKNOWN_TOPIC_OR_PARTITION to the brokers", t.TopicID, sg.Spec.GroupID, len(sg.Spec.Topics))}
+	}
+	count := sg.Spec.Topics[i].Partitions
+	if len(t.Partitions) == 0 {
+		all := make([]int32, count)
+		for p := range count {
+			all[p] = p
+		}
+		return all, nil
+	}
+	for _, p := range t.Partitions {
+		if p >= count {
+			return nil, &ResetRefusal{Reason: ReasonResetUndeclaredPartition, Message: fmt.Sprintf("topic %s declares %d "+
+				"partitions in spec.topics of group %q, so partition %d does not exist; raise its partitions or leave %d out",
+				t.TopicID, count, sg.Spec.GroupID, p, p)}
+		}
+	}
+	return t.Partitions, nil
 }
 
 // StartOffset is the start offset the reset gives the topic's partitions: 0 for Earliest (the leader
@@ -76,3 +134,37 @@ func (sg *ShareGroup) NextResetStateEpoch(partitions []SharePartitionState) int6
 // MaxResetStateEpoch is the highest state epoch a reset may initialize at: Initialize refuses
 // 2147483647, which would leave no room for the operator's fence.
 const MaxResetStateEpoch = math.MaxInt32 - 1
+
+// DeclaredTopicName returns the name spec.topics gives the topic, or "" when it declares none.
+func (sg *ShareGroup) DeclaredTopicName(id TopicID) string {
+	for _, t := range sg.Spec.Topics {
+		if t.TopicID == id {
+			return t.Name
+		}
+	}
+	return ""
+}
+
+// resetRefusalSuffix ends the message of a refused reset request: what the user can do about it.
+const resetRefusalSuffix = "; change or remove spec.offsetReset"
+
+// ResetRefusalMessage is the OffsetReset condition's message for reset request id, which will not run
+// as written because of why.
+func ResetRefusalMessage(id, why string) string {
+	return resetRefusalPrefix(id) + why + resetRefusalSuffix
+}
+
+// ResetRefusalWhy returns the why of a message ResetRefusalMessage made for request id, so that a
+// client quoting it names the request and the remedy in words of its own; any other message is
+// returned as it is.
+func ResetRefusalWhy(message, id string) string {
+	why, ok := strings.CutPrefix(message, resetRefusalPrefix(id))
+	if !ok {
+		return message
+	}
+	return strings.TrimSuffix(why, resetRefusalSuffix)
+}
+
+func resetRefusalPrefix(id string) string {
+	return fmt.Sprintf("reset %q will not run as written: ", id)
+}

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -34,6 +35,7 @@ func TestResetPlan(t *testing.T) {
 		want       []ResetTarget
 		wantEpoch  int64
 		wantErr    string
+		wantReason string
 	}{{
 		name:      "every declared partition, to an offset",
 		group:     resetGroup(2, declared...),
@@ -61,27 +63,48 @@ func TestResetPlan(t *testing.T) {
 		want:       []ResetTarget{{resetTopicA, 0, 0}},
 		wantEpoch:  math.MaxInt32 + 1,
 	}, {
-		name:    "undeclared topic",
-		group:   resetGroup(0, declared...),
-		topic:   OffsetResetTopic{TopicID: resetTopicB, To: OffsetResetToEarliest},
-		wantErr: "topic AAAAAAAAAAAAAAAAAAAAAQ is not declared in spec.topics",
+		name:       "a group that declares nothing: every partition whose state exists, once each, in order",
+		group:      resetGroup(0),
+		topic:      OffsetResetTopic{TopicID: resetTopicA, To: OffsetResetToEarliest},
+		partitions: []SharePartitionState{partitionAt(resetTopicA, 4, 1), partitionAt(resetTopicB, 0, 1), partitionAt(resetTopicA, 1, 2), partitionAt(resetTopicA, 4, 1)},
+		want:       []ResetTarget{{resetTopicA, 1, 0}, {resetTopicA, 4, 0}},
+		wantEpoch:  3,
 	}, {
-		name:    "partition beyond the declared count",
-		group:   resetGroup(0, declared...),
-		topic:   OffsetResetTopic{TopicID: resetTopicA, To: OffsetResetToEarliest, Partitions: []int32{1, 3}},
-		wantErr: "declares 3 partitions, not partition 3",
+		name:      "a group that declares nothing: the partitions listed, with or without state",
+		group:     resetGroup(0),
+		topic:     OffsetResetTopic{TopicID: resetTopicB, To: OffsetResetToEarliest, Partitions: []int32{7}},
+		want:      []ResetTarget{{resetTopicB, 7, 0}},
+		wantEpoch: 1,
 	}, {
-		name:    "a group that declares nothing",
-		group:   resetGroup(0),
-		topic:   OffsetResetTopic{TopicID: resetTopicA, To: OffsetResetToEarliest},
-		wantErr: "not declared",
+		name:       "undeclared topic",
+		group:      resetGroup(0, declared...),
+		topic:      OffsetResetTopic{TopicID: resetTopicB, To: OffsetResetToEarliest},
+		wantErr:    "topic AAAAAAAAAAAAAAAAAAAAAQ is not declared in spec.topics",
+		wantReason: ReasonResetUndeclaredTopic,
+	}, {
+		name:       "partition beyond the declared count",
+		group:      resetGroup(0, declared...),
+		topic:      OffsetResetTopic{TopicID: resetTopicA, To: OffsetResetToEarliest, Partitions: []int32{1, 3}},
+		wantErr:    "declares 3 partitions in spec.topics of group \"g\", so partition 3 does not exist",
+		wantReason: ReasonResetUndeclaredPartition,
+	}, {
+		name:       "a group that declares nothing, and no state of the topic: how to declare it, and what that does",
+		group:      resetGroup(0),
+		topic:      OffsetResetTopic{TopicID: resetTopicA, To: OffsetResetToEarliest},
+		partitions: []SharePartitionState{partitionAt(resetTopicB, 0, 1)},
+		wantErr:    "declare the topic in spec.topics (topicId, name, partitions); once spec.topics declares a topic, every topic it does not list is UNKNOWN_TOPIC_OR_PARTITION",
+		wantReason: ReasonResetNoPartitions,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			targets, err := tc.group.ResetTargets(OffsetResetRequest{ID: "r", Topics: []OffsetResetTopic{tc.topic}})
+			targets, err := tc.group.ResetTargets(OffsetResetRequest{ID: "r", Topics: []OffsetResetTopic{tc.topic}}, tc.partitions)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				var refusal *ResetRefusal
+				if !errors.As(err, &refusal) || !strings.Contains(err.Error(), tc.wantErr) || refusal.Reason != tc.wantReason {
+					t.Fatalf("error %v, want a %s refusal saying %q", err, tc.wantReason, tc.wantErr)
+				}
+				if !IsResetRefusedReason(refusal.Reason) {
+					t.Errorf("IsResetRefusedReason(%s) is false", refusal.Reason)
 				}
 				return
 			}

@@ -78,7 +78,7 @@ const (
 )
 
 // OffsetResetTopic is what one topic of a reset request resets to.
-// +kubebuilder:validation:XValidation:rule="self.to == 'Offset' ? has(self.offset) : !has(self.offset)",message="offset is required with to: Offset and not allowed otherwise"
+// +kubebuilder:validation:XValidation:rule="self.to == 'Offset' ? has(self.offset) : !has(self.offset)",message="offset is required with to: Offset and not allowed otherwise",fieldPath=".offset"
 type OffsetResetTopic struct {
 	// topicId is the topic to reset; the group must declare it.
 	// +required
@@ -213,7 +213,7 @@ type ShareGroupStatus struct {
 	// +optional
 	LastOffsetReset *OffsetResetStatus `json:"lastOffsetReset,omitempty"`
 
-	// conditions are Ready, Fenced and OffsetReset.
+	// conditions are Ready, Fenced, OffsetReset and MisnamedPartitionStates.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -232,13 +232,14 @@ type ShareGroupStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sg,categories=sharestate
 // +kubebuilder:selectablefield:JSONPath=`.spec.groupId`
-// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupId`,priority=1
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.groupId`
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
 // +kubebuilder:printcolumn:name="Fenced",type=integer,JSONPath=`.status.fencedPartitions`
 // +kubebuilder:printcolumn:name="State Epoch",type=integer,JSONPath=`.status.stateEpoch`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered",fieldPath=".status.stateEpoch"
 type ShareGroup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -10,8 +10,10 @@ const MaxStateBatches = 10000
 
 // SharePartitionStateSpec names the share-partition whose state the object holds. It is set when the
 // object is created and never changes.
-// +kubebuilder:validation:XValidation:rule="self.groupId == oldSelf.groupId && self.topicId == oldSelf.topicId && self.partition == oldSelf.partition",message="groupId, topicId and partition are immutable"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.topicName) || (has(self.topicName) && self.topicName == oldSelf.topicName)",message="topicName is immutable once set"
+// +kubebuilder:validation:XValidation:rule="self.groupId == oldSelf.groupId",message="groupId is immutable",fieldPath=".groupId"
+// +kubebuilder:validation:XValidation:rule="self.topicId == oldSelf.topicId",message="topicId is immutable",fieldPath=".topicId"
+// +kubebuilder:validation:XValidation:rule="self.partition == oldSelf.partition",message="partition is immutable",fieldPath=".partition"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.topicName) || (has(self.topicName) && self.topicName == oldSelf.topicName)",message="topicName is immutable once set",fieldPath=".topicName"
 type SharePartitionStateSpec struct {
 	// groupId is the Kafka share group id.
 	// +required
@@ -171,11 +173,12 @@ type SharePartitionStateStatus struct {
 // +kubebuilder:printcolumn:name="Leader Epoch",type=integer,JSONPath=`.status.leaderEpoch`
 // +kubebuilder:printcolumn:name="Start Offset",type=integer,JSONPath=`.status.startOffset`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader.podName`
-// +kubebuilder:printcolumn:name="Broker",type=integer,JSONPath=`.status.leader.brokerId`,priority=1
+// +kubebuilder:printcolumn:name="Broker",type=integer,JSONPath=`.status.leader.brokerId`
+// +kubebuilder:printcolumn:name="Fenced",type=string,JSONPath=`.status.conditions[?(@.type=="Fenced")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && self.status.leaderEpoch >= oldSelf.status.leaderEpoch)",message="status.leaderEpoch may not be lowered"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.createTime) || (has(self.status) && has(self.status.startOffset) && (self.status.startOffset >= oldSelf.status.startOffset || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch (a reset)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered",fieldPath=".status.stateEpoch"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && self.status.leaderEpoch >= oldSelf.status.leaderEpoch)",message="status.leaderEpoch may not be lowered",fieldPath=".status.leaderEpoch"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.createTime) || (has(self.status) && has(self.status.startOffset) && (self.status.startOffset >= oldSelf.status.startOffset || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch (a reset)",fieldPath=".status.startOffset"
 type SharePartitionState struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/sharestate/sharestate-operator/internal/kubeconfig"
 	"github.com/sharestate/sharestate-operator/internal/plugin"
 )
 
@@ -22,7 +23,7 @@ func main() {
 	err := plugin.NewCommand(genericclioptions.NewConfigFlags(true), streams).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", plugin.ErrorLine(err))
+		fmt.Fprintln(os.Stderr, "error:", plugin.ErrorLine(kubeconfig.Explain(err)))
 		os.Exit(1)
 	}
 }

@@ -4,14 +4,17 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/sharestate/sharestate-operator/internal/kubeconfig"
 	"github.com/sharestate/sharestate-operator/internal/operator"
 )
 
@@ -45,7 +48,7 @@ func main() {
 	flag.DurationVar(&opts.NotReadyGrace, "fence-not-ready-after", 0,
 		"also fence a leader whose pod has not been Ready for this long (0: only gone, terminating, finished or replaced pods)")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "fencing workers")
-	flag.DurationVar(&opts.TotalsRefresh, "group-totals-refresh", 0, "how often group totals are recomputed (default 30s)")
+	flag.DurationVar(&opts.TotalsRefresh, "group-totals-refresh", operator.DefaultTotalsRefresh, "how often group totals are recomputed")
 	var qps float64
 	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS, "client-side bound on requests per second to the API server")
 	flag.IntVar(&opts.KubeAPIBurst, "kube-api-burst", operator.DefaultKubeAPIBurst, "client-side burst of requests to the API server")
@@ -56,18 +59,27 @@ func main() {
 	opts.KubeAPIQPS = float32(qps)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(opts); err != nil {
+	// What stops the operator before it starts is one line for a person, not a log entry with a stack.
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "sharestate-operator: invalid flags:\n%v\n", err)
+		os.Exit(2)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	cfg, err := kubeconfig.Load()
+	if err == nil {
+		err = kubeconfig.CheckReachable(ctx, cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sharestate-operator:", err)
+		os.Exit(1)
+	}
+	if err := run(ctx, cfg, opts); err != nil {
 		ctrl.Log.Error(err, "Operator stopped")
 		os.Exit(1)
 	}
 }
 
-func run(opts operator.Options) error {
-	ctx := ctrl.SetupSignalHandler()
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("loading the Kubernetes config: %w", err)
-	}
+func run(ctx context.Context, cfg *rest.Config, opts operator.Options) error {
 	mgr, err := operator.NewManager(ctx, cfg, opts)
 	if err != nil {
 		return err

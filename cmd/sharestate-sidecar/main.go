@@ -6,6 +6,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/sharestate/sharestate-operator/internal/kubeconfig"
 	"github.com/sharestate/sharestate-operator/internal/sidecar"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 
@@ -105,9 +107,9 @@ func main() {
 	f.Logger = log
 
 	ctx := ctrl.SetupSignalHandler()
-	restCfg, err := ctrl.GetConfig() // --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config
+	restCfg, err := kubeconfig.Load() // --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config
 	if err != nil {
-		log.Error(err, "Loading the Kubernetes config failed")
+		fmt.Fprintln(os.Stderr, "sharestate-sidecar:", err) // one line, not a logged stack trace
 		os.Exit(1)
 	}
 	if f.Identity.PodUID == "" {

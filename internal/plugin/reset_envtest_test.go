@@ -99,7 +99,8 @@ func TestResetOffsetsRefused(t *testing.T) {
 		args []string
 	}{
 		{"so nothing was written: topic " + topicUndeclared + " is not declared in spec.topics", []string{"--topic", topicUndeclared, "--to-earliest"}},
-		{"so nothing was written: topic " + topicOrders + " declares 2 partitions, not partition 5", []string{"--topic", "orders", "--to-auto", "--partitions", "5"}},
+		{"so nothing was written: topic " + topicOrders + " declares 2 partitions in spec.topics of group \"reset-plan\", so partition 5 does not exist",
+			[]string{"--topic", "orders", "--to-auto", "--partitions", "5"}},
 	} {
 		for _, mode := range []string{"--dry-run", "--execute"} {
 			args := append([]string{"reset-offsets", sg.Name, "-n", ns, "--id", "bad", "--timeout", "30s", mode}, tc.args...)
@@ -159,7 +160,8 @@ func TestResetOffsetsTakesARefusedRequestBack(t *testing.T) {
 	_, err := plugin.WaitResetForTest(ctx, env.Client, sg, "late", 30*time.Second)
 	// The reason is the operator's word for an undeclared topic or partition.
 	want := regexp.MustCompile(`^the operator refused reset "late" \(ResetUndeclared\w+\): topic ` + topicOrders +
-		` declares 2 partitions, not partition 5; the request was taken back out of spec\.offsetReset$`)
+		` declares 2 partitions in spec\.topics of group "reset-taken-back", so partition 5 does not exist; raise its partitions or leave 5 out;` +
+		` the request was taken back out of spec\.offsetReset$`)
 	if err == nil || !want.MatchString(err.Error()) {
 		t.Fatalf("waiting for a refused reset: error %v, want %q", err, want)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,7 +30,7 @@ type resetPlan struct {
 // planReset works out what the operator does with the request (sharestatev1.ShareGroup.ResetTargets and
 // NextResetStateEpoch, which the operator calls too), and what it would refuse.
 func planReset(sg *sharestatev1.ShareGroup, req sharestatev1.OffsetResetRequest, partitions []sharestatev1.SharePartitionState) (resetPlan, error) {
-	targets, err := sg.ResetTargets(req)
+	targets, err := sg.ResetTargets(req, partitions)
 	if err != nil {
 		return resetPlan{}, err
 	}
@@ -147,8 +146,8 @@ func resetOutcome(sg *sharestatev1.ShareGroup, id string, generation int64) (boo
 		return false, fmt.Errorf("reset %q was replaced while waiting: the group now requests %s", id, resetRequest(req))
 	}
 	if c := refusal(sg, generation); c != nil {
-		// The operator's message reads `reset "<id>" refused: why`: say "refused" once.
-		why := strings.TrimPrefix(c.Message, fmt.Sprintf("reset %q refused: ", id))
+		// The operator's message names the request and what to do with it; say each once.
+		why := sharestatev1.ResetRefusalWhy(c.Message, id)
 		return false, fmt.Errorf("%w reset %q (%s): %s", errRefused, id, c.Reason, why)
 	}
 	return false, nil

@@ -107,7 +107,7 @@ func TestResetOutcome(t *testing.T) {
 	now := metav1.NewTime(time.Now())
 	refusedAt := func(generation int64) []metav1.Condition {
 		return []metav1.Condition{{Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonResetUndeclaredTopic,
-			Message: `reset "r1" refused: topic X is not declared`, ObservedGeneration: generation}}
+			Message: sharestatev1.ResetRefusalMessage("r1", "topic X is not declared"), ObservedGeneration: generation}}
 	}
 	tests := []struct {
 		name       string
@@ -123,7 +123,7 @@ func TestResetOutcome(t *testing.T) {
 		{name: "an older reset completed", specID: "r1", last: &sharestatev1.OffsetResetStatus{ID: "r0", CompletionTime: &now}},
 		{name: "refused", specID: "r1", conditions: refusedAt(4), wantErr: `the operator refused reset "r1" (ResetUndeclaredTopic): topic X is not declared`},
 		{name: "refused for another reason", specID: "r1", conditions: []metav1.Condition{{Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionFalse,
-			Reason: sharestatev1.ReasonStateEpochExhausted, Message: `reset "r1" refused: the state epoch cannot be raised any further`, ObservedGeneration: 4}},
+			Reason: sharestatev1.ReasonStateEpochExhausted, Message: sharestatev1.ResetRefusalMessage("r1", "the state epoch cannot be raised any further"), ObservedGeneration: 4}},
 			wantErr: `the operator refused reset "r1" (StateEpochExhausted): the state epoch cannot`},
 		{name: "in progress is no refusal", specID: "r1", conditions: []metav1.Condition{{Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionFalse,
 			Reason: sharestatev1.ReasonResetInProgress, ObservedGeneration: 4}}},

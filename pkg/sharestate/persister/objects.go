@@ -112,7 +112,9 @@ func fencedPod(obj *sharestatev1.SharePartitionState, id Identity, leaderEpoch i
 		f.PodName, f.PodUID, f.LeaderEpoch, leaderEpoch)
 }
 
-// newObject is a SharePartitionState for the key, owned by its ShareGroup.
+// newObject is a SharePartitionState for the key, owned by its ShareGroup, with the topic's name when
+// the group declares one (Kafka's requests carry the topic id alone; the name is for people, in the
+// TOPIC column of kubectl get sps).
 func newObject(namespace string, key partitionKey, owner *sharestatev1.ShareGroup) *sharestatev1.SharePartitionState {
 	obj := &sharestatev1.SharePartitionState{
 		ObjectMeta: metav1.ObjectMeta{
@@ -123,6 +125,7 @@ func newObject(namespace string, key partitionKey, owner *sharestatev1.ShareGrou
 		Spec: sharestatev1.SharePartitionStateSpec{
 			GroupID:   sharestatev1.GroupID(key.group),
 			TopicID:   sharestatev1.TopicID(key.topic.String()),
+			TopicName: owner.DeclaredTopicName(sharestatev1.TopicID(key.topic.String())),
 			Partition: key.partition,
 		},
 	}

@@ -481,3 +481,30 @@ func TestUserNamedShareGroup(t *testing.T) {
 		t.Fatalf("state owned by %+v, labels %v; want the user's ShareGroup", obj.OwnerReferences, obj.Labels)
 	}
 }
+
+// TestCreatedStateNamesDeclaredTopic: the object Initialize creates carries the topic's name when the
+// group declares one (the TOPIC column of kubectl get sps), and none when it does not.
+func TestCreatedStateNamesDeclaredTopic(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	sg := &sharestatev1.ShareGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: sharestatev1.ShareGroupSpec{GroupID: "named", Topics: []sharestatev1.ShareGroupTopic{
+			{TopicID: sharestatev1.TopicID(topicA.String()), Name: "orders", Partitions: 2}}},
+	}
+	if err := env.Client.Create(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	p := newPersister(t, ns, 1)
+	expectCode(t, "initialize in a group that names the topic", initialize(t, p, "named", 0, 1, 0), sharestate.ErrNone)
+	expectCode(t, "initialize in a group that declares nothing", initialize(t, p, "anonymous", 0, 1, 0), sharestate.ErrNone)
+	for group, want := range map[string]string{"named": "orders", "anonymous": ""} {
+		var obj sharestatev1.SharePartitionState
+		key := client.ObjectKey{Namespace: ns, Name: sharestatev1.SharePartitionStateName(group, topicA.String(), 0)}
+		testenv.Get(t, env.Client, key, &obj)
+		if obj.Spec.TopicName != want {
+			t.Errorf("group %s: spec.topicName %q, want %q", group, obj.Spec.TopicName, want)
+		}
+	}
+}
