@@ -3,11 +3,12 @@ package persister
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"math"
 	"net/http"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
@@ -49,18 +50,23 @@ func classify(err error) errorClass {
 	}
 }
 
-// backoff spaces the retries of one operation: exponential from 20 ms to 1 s, with ±20 % jitter so
-// that persisters retrying together do not stay in step.
-type backoff struct{ next time.Duration }
+// backoff spaces the retries of one operation: exponential from 20 ms to 1 s, each interval
+// stretched by up to 40 % at random so that persisters retrying together do not stay in step. Its
+// zero value is ready to use.
+type backoff struct{ steps *wait.Backoff }
+
+// next returns the next interval.
+func (b *backoff) next() time.Duration {
+	if b.steps == nil {
+		// Steps only bounds the growth: past the cap, Step keeps answering the cap (with jitter).
+		b.steps = &wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.4, Steps: math.MaxInt32, Cap: time.Second}
+	}
+	return b.steps.Step()
+}
 
 // wait sleeps the next interval; it returns false when ctx ends first.
 func (b *backoff) wait(ctx context.Context) bool {
-	if b.next == 0 {
-		b.next = 20 * time.Millisecond
-	}
-	d := time.Duration(float64(b.next) * (0.8 + 0.4*rand.Float64()))
-	b.next = min(2*b.next, time.Second)
-	t := time.NewTimer(d)
+	t := time.NewTimer(b.next())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
