@@ -182,12 +182,34 @@ func (c *proxyConn) forward(length int64, key, version int16, corrID int32) erro
 		c.push(owed{corrID: corrID, key: key, version: version})
 	}
 	c.p.metrics.request(key, routeForwarded)
-	n, err := io.CopyN(c.upW, c.downR, length)
+	n, err := copyFrame(c.upW, c.downR, length)
 	c.p.metrics.bytesToUpstream.Add(float64(n))
 	if err != nil {
 		return fmt.Errorf("forwarding a request upstream: %w", unexpected(err))
 	}
 	return nil
+}
+
+// copyFrame copies n bytes from src to dst through dst's buffer, in pieces of at most src's buffer
+// size: the frames of pipelined requests or responses gather in dst's buffer and leave in one write
+// when the loop flushes, while a large frame (a Fetch response) streams through without being held
+// whole. (io.CopyN would hand dst's socket to bufio.Writer.ReadFrom, which writes each frame, or
+// each piece of one, in a system call of its own.)
+func copyFrame(dst *bufio.Writer, src *bufio.Reader, n int64) (int64, error) {
+	var copied int64
+	for copied < n {
+		piece, err := src.Peek(int(min(n-copied, int64(src.Size()))))
+		written, werr := dst.Write(piece)
+		_, _ = src.Discard(written) // written bytes were peeked: they are buffered
+		copied += int64(written)
+		switch {
+		case werr != nil:
+			return copied, werr
+		case err != nil:
+			return copied, unexpected(err)
+		}
+	}
+	return copied, nil
 }
 
 // produceResponds reads, without consuming it, the start of a Produce request up to its acks.

@@ -3,7 +3,6 @@ package kafkawire
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -136,7 +135,7 @@ func (c *proxyConn) streamUpstream(pd owed, early **upstreamEvent) string {
 		err = c.rewriteAPIVersions(pd.version)
 	} else {
 		var n int64
-		n, err = io.CopyN(c.downW, c.upR, int64(size)+4)
+		n, err = copyFrame(c.downW, c.upR, int64(size)+4)
 		c.p.metrics.bytesFromUpstream.Add(float64(n))
 	}
 	if err != nil {
