@@ -46,8 +46,9 @@ func parseFlags() *flags {
 	flag.BoolVar(&cfg.ProxyTLS.Upstream, "proxy-upstream-tls", false, "speak TLS to the upstream")
 	flag.StringVar(&cfg.ProxyTLS.UpstreamCAFile, "proxy-upstream-tls-ca-file", "", "PEM CA certificates the upstream's certificate is verified with (default: the system's)")
 	flag.StringVar(&cfg.ProxyTLS.UpstreamServerName, "proxy-upstream-tls-server-name", "", "name the upstream's certificate is verified for (default: the upstream address's host)")
-	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
-	flag.StringVar(&cfg.MetricsAddress, "metrics-address", "",
+	flag.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
+		"address of /healthz and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
+	flag.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",
 		`address of /metrics; 0 disables it (default ":8443", or "127.0.0.1:8080" with --metrics-secure=false)`)
 	flag.BoolVar(&cfg.SecureMetrics, "metrics-secure", true,
 		"serve /metrics over HTTPS, to scrapers whose token and access to /metrics the API server accepts (the service account "+
