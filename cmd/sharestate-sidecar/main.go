@@ -75,7 +75,8 @@ func parseFlags() *flags {
 	flag.Int64Var(&cfg.MaxQueuedRequestBytes, "max-queued-request-bytes", 4*kafkawire.DefaultMaxRequestBytes,
 		"request bytes held at once over all connections, from a request's size field until its answer; beyond it, reading waits "+
 			"(Kafka's queued.max.request.bytes; at least --max-request-bytes)")
-	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 10*time.Minute, "close connections idle this long (Kafka's connections.max.idle.ms)")
+	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 10*time.Minute,
+		"close connections idle this long (Kafka's connections.max.idle.ms), and those of a peer that stops reading its responses for this long")
 	flag.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second,
 		"bound on one request, after which its unfinished partitions are answered COORDINATOR_NOT_AVAILABLE (Kafka's request.timeout.ms)")
 	flag.IntVar(&cfg.MaxInFlightPerConnection, "max-in-flight-per-connection", 1024, "requests of one connection served at once")

@@ -229,7 +229,7 @@ func newProxy(ctx context.Context, store sharestate.Store, cfg Config) (listenin
 		Store: store, Upstream: cfg.ProxyUpstreamAddress, RequireAuthentication: cfg.ProxyRequireAuthentication,
 		MaxRequestBytes:       cfg.MaxRequestBytes,
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes, RequestTimeout: cfg.RequestTimeout,
-		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("proxy"),
+		IdleTimeout: cfg.IdleTimeout, MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("proxy"),
 		Registerer: ctrlmetrics.Registry,
 	})
 	if err != nil {

@@ -23,7 +23,15 @@ const (
 	closedUpstreamError  = "upstream_protocol_error"
 	// closedUnauthenticated: a share-state request before SASL authentication (RequireAuthentication).
 	closedUnauthenticated = "unauthenticated"
+	// closedSASLHandshakeV0: SaslHandshake v0, whose SASL tokens would follow without request headers.
+	closedSASLHandshakeV0 = "sasl_handshake_v0"
 )
+
+// keySASLHandshake is SaslHandshake's API key.
+const keySASLHandshake int16 = 17
+
+var errSASLHandshakeV0 = errors.New("SaslHandshake v0 is not supported: after it the SASL tokens travel without request headers, " +
+	"which the proxy cannot tell from requests; Kafka's clients use v1 when the broker lists it")
 
 // proxyConn is one downstream connection and the upstream connection it owns. Two goroutines run it,
 // each a copy loop. The reader reads the downstream's requests: it forwards each one upstream as its
@@ -43,6 +51,8 @@ type proxyConn struct {
 	downW *bufio.Writer // the writer's
 
 	queue chan owed
+	// owedCount is the responses queued and not yet written: a connection is idle only without any.
+	owedCount atomic.Int64
 	// upReady carries, for each upstream response, nil once its header has arrived, or the error
 	// that ended the upstream; consumed hands upR back once the writer has streamed the response.
 	upReady  chan error
@@ -69,10 +79,11 @@ type owed struct {
 }
 
 func newProxyConn(p *Proxy, down, up net.Conn) *proxyConn {
+	timeout := p.opts.IdleTimeout
 	return &proxyConn{
 		p: p, down: down, up: up,
-		downR: bufio.NewReaderSize(down, 64<<10), upW: bufio.NewWriterSize(up, 64<<10),
-		upR: bufio.NewReaderSize(up, 64<<10), downW: bufio.NewWriterSize(down, 64<<10),
+		downR: bufio.NewReaderSize(down, 64<<10), upW: bufio.NewWriterSize(deadlineWriter{up, timeout}, 64<<10),
+		upR: bufio.NewReaderSize(up, 64<<10), downW: bufio.NewWriterSize(deadlineWriter{down, timeout}, 64<<10),
 		queue:   make(chan owed, p.opts.MaxInFlightPerConnection),
 		upReady: make(chan error), consumed: make(chan struct{}), closed: make(chan struct{}),
 	}
@@ -130,14 +141,19 @@ func (c *proxyConn) readLoop() (reason string, drain bool) {
 		key := int16(binary.BigEndian.Uint16(head[4:]))
 		version := int16(binary.BigEndian.Uint16(head[6:]))
 		corrID := int32(binary.BigEndian.Uint32(head[8:]))
-		if isShareStateKey(key) {
+		switch {
+		case key == keySASLHandshake && version == 0:
+			err = &refusal{reason: closedSASLHandshakeV0, api: "SaslHandshake", err: errSASLHandshakeV0}
+		case isShareStateKey(key):
 			err = c.answerLocally(key)
-		} else {
+		default:
 			err = c.forward(int64(size)+4, key, version, corrID)
 		}
 		if err != nil {
 			var r *refusal
 			if errors.As(err, &r) {
+				// The requests forwarded before it are answered before the close: they must leave.
+				_ = c.upW.Flush() // an error ends the upstream, which the writer sees
 				return c.refuse(r), true
 			}
 			return c.readFailure(err)
@@ -159,13 +175,39 @@ func (c *proxyConn) waitForFrame() error {
 	if err := c.betweenFrames(); err != nil {
 		return err
 	}
-	if _, err := c.downR.Peek(1); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && c.isStopping() {
-			return errStopping
+	for {
+		_, err := c.downR.Peek(1)
+		if err == nil {
+			break
 		}
-		return err
+		switch {
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		case c.isStopping():
+			return errStopping
+		case c.owedCount.Load() == 0:
+			return errPeerIdle
+		}
+		// Responses are still owed: the downstream waits for them, it is not idle.
+		if err := c.betweenFrames(); err != nil {
+			return err
+		}
 	}
 	return c.enterFrame()
+}
+
+// deadlineWriter bounds every write to a connection: a peer that stops reading fails the write
+// after timeout instead of blocking its writer forever.
+type deadlineWriter struct {
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	if err := w.conn.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+		return 0, err
+	}
+	return w.conn.Write(p)
 }
 
 // forward queues the upstream's response (unless the request gets none) and copies the request's
@@ -241,6 +283,11 @@ func (c *proxyConn) answerLocally(key int16) error {
 	if err := s.queued.Acquire(s.ctx, int64(size)); err != nil {
 		return errStopping
 	}
+	// The frame's bytes get the idle timeout from now, not from before the wait for the budget.
+	if err := c.enterFrame(); err != nil {
+		s.queued.Release(int64(size))
+		return err
+	}
 	frame, err := ReadFrame(c.downR, s.opts.MaxRequestBytes)
 	if err != nil {
 		s.queued.Release(int64(size))
@@ -277,6 +324,7 @@ func (c *proxyConn) peekSize() (int, error) {
 // was forwarded: the responses the writer waits for may be to those very requests.
 func (c *proxyConn) push(pd owed) {
 	c.p.metrics.inFlight.Inc()
+	c.owedCount.Add(1)
 	select {
 	case c.queue <- pd:
 		return
@@ -286,7 +334,7 @@ func (c *proxyConn) push(pd owed) {
 	c.queue <- pd
 }
 
-// betweenFrames clears the read deadline, unless the proxy is stopping.
+// betweenFrames arms the idle deadline, unless the proxy is stopping.
 func (c *proxyConn) betweenFrames() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -294,18 +342,19 @@ func (c *proxyConn) betweenFrames() error {
 		return errStopping
 	}
 	c.inFrame = false
-	return c.down.SetReadDeadline(time.Time{})
+	return c.down.SetReadDeadline(time.Now().Add(c.p.opts.IdleTimeout))
 }
 
-// enterFrame marks a frame begun: a shutdown lets the reader finish it.
+// enterFrame marks a frame begun, whose bytes must arrive within the idle timeout: a shutdown lets
+// the reader finish it.
 func (c *proxyConn) enterFrame() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stopping {
+	if c.stopping && !c.inFrame {
 		return errStopping
 	}
 	c.inFrame = true
-	return nil
+	return c.down.SetReadDeadline(time.Now().Add(c.p.opts.IdleTimeout))
 }
 
 // stopReading makes the reader stop before its next frame: at once when it is waiting for one.
@@ -332,6 +381,9 @@ func (c *proxyConn) readFailure(err error) (string, bool) {
 		return closedByPeer, false
 	case errors.Is(err, errStopping):
 		return closedShutdown, true
+	case errors.Is(err, errPeerIdle):
+		c.p.log.V(1).Info("Closed an idle connection", "remote", c.down.RemoteAddr().String())
+		return closedIdle, false
 	case errors.Is(err, errShortHeader):
 		c.p.log.Info("Closed a connection that sent a frame too short for a request header", "remote", c.down.RemoteAddr().String())
 		return closedMalformed, true

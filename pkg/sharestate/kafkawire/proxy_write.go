@@ -30,18 +30,26 @@ func (c *proxyConn) writeLoop() string {
 			return failed
 		}
 		c.p.metrics.inFlight.Dec()
-		if failed != "" {
-			continue
+		if failed == "" {
+			failed = c.writeOne(pd, &early)
 		}
-		if pd.local != nil {
-			failed = c.writeLocal(pd)
-		} else {
-			failed = c.streamUpstream(pd, &early)
-		}
-		if failed != "" {
-			c.closeBoth()
-		}
+		// Owed until written: the reader must not take a connection awaiting it for an idle one.
+		c.owedCount.Add(-1)
 	}
+}
+
+// writeOne writes one response owed, closing the pair if that fails.
+func (c *proxyConn) writeOne(pd owed, early **upstreamEvent) string {
+	var failed string
+	if pd.local != nil {
+		failed = c.writeLocal(pd)
+	} else {
+		failed = c.streamUpstream(pd, early)
+	}
+	if failed != "" {
+		c.closeBoth()
+	}
+	return failed
 }
 
 // nextPending takes the next response owed, flushing first if none is queued yet. While it waits
