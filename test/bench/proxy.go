@@ -19,9 +19,12 @@ import (
 
 // The proxy scenarios measure the sidecar's proxy mode, each against its baseline in the same run:
 //
-//   - kafka-proxy against kafka-direct: Kafka traffic (a Produce, then a Fetch of the record produced)
+//   - kafka-proxy-16 against kafka-direct-16, and kafka-proxy-1 against kafka-direct-1: Kafka
+//     traffic (a Produce, then a Fetch of the record produced) by 16 concurrent writers, or one,
 //     through a kafkawire.Proxy to a one-broker kfake cluster that advertises the proxy, against the
-//     same traffic straight to kfake. The proxy's whole cost on the pass-through.
+//     same traffic straight to kfake. The proxy's whole cost on the pass-through: with 16 writers
+//     the machine's CPU is the limit, so the throughput shows what the proxy's CPU costs; with one,
+//     the latency it adds to a round trip.
 //   - wire-proxy-64x1 against wire-direct-64x1: share-state Writes (API key 85) over Kafka's protocol
 //     to the proxy, which answers them from the persister, against the same Writes to the sidecar's
 //     direct mode (a kafkawire.Server on the same persister).
@@ -29,8 +32,10 @@ import (
 // Their clusters, proxies and servers live until the command exits: a scenario has no teardown, and
 // an idle one costs no CPU.
 var proxyScenarios = []scenario{
-	{name: "kafka-direct", setup: kafkaRoundTrips(false)},
-	{name: "kafka-proxy", setup: kafkaRoundTrips(true)},
+	{name: "kafka-direct-16", setup: kafkaRoundTrips(false, 16)},
+	{name: "kafka-proxy-16", setup: kafkaRoundTrips(true, 16)},
+	{name: "kafka-direct-1", setup: kafkaRoundTrips(false, 1)},
+	{name: "kafka-proxy-1", setup: kafkaRoundTrips(true, 1)},
 	{name: "wire-direct-64x1", setup: wireWrites(false)},
 	{name: "wire-proxy-64x1", setup: wireWrites(true)},
 }
@@ -38,7 +43,8 @@ var proxyScenarios = []scenario{
 // The proxy's targets: at least 0.9 times the baseline's throughput, and at most 1 ms added to the
 // Kafka traffic's p99 latency.
 var proxyTargets = []target{
-	{scenario: "kafka-proxy", baseline: "kafka-direct", bound: 0.9},
+	{scenario: "kafka-proxy-16", baseline: "kafka-direct-16", bound: 0.9},
+	{scenario: "kafka-proxy-1", baseline: "kafka-direct-1", bound: 0.9},
 	{scenario: "wire-proxy-64x1", baseline: "wire-direct-64x1", bound: 0.9},
 }
 
@@ -51,18 +57,17 @@ func init() {
 	targets = append(targets, proxyTargets...)
 }
 
-// The Kafka traffic's shape: kafkaWriters concurrent round trips of one kafkaRecordBytes record each,
-// over kafkaPartitions partitions.
+// The Kafka traffic's shape: round trips of one kafkaRecordBytes record each, over kafkaPartitions
+// partitions.
 const (
 	kafkaTopic       = "bench-events"
 	kafkaPartitions  = 6
-	kafkaWriters     = 16
 	kafkaRecordBytes = 1024
 )
 
 // kafkaRoundTrips starts a one-broker kfake cluster, behind a proxy when viaProxy, and returns
-// kafkaWriters writers sharing one kgo client, as a broker's fetchers and a producer share one.
-func kafkaRoundTrips(viaProxy bool) func(context.Context, client.Client, string) ([]writeFunc, error) {
+// writers sharing one kgo client, as a broker's fetchers and a producer share one.
+func kafkaRoundTrips(viaProxy bool, writers int) func(context.Context, client.Client, string) ([]writeFunc, error) {
 	return func(ctx context.Context, c client.Client, namespace string) ([]writeFunc, error) {
 		var addr string
 		var err error
@@ -89,12 +94,12 @@ func kafkaRoundTrips(viaProxy bool) func(context.Context, client.Client, string)
 		}
 		value := make([]byte, kafkaRecordBytes)
 		write := func(ctx context.Context) error { return produceAndFetch(ctx, cl, value) }
-		writers := make([]writeFunc, kafkaWriters)
-		for i := range writers {
-			writers[i] = write
+		all := make([]writeFunc, writers)
+		for i := range all {
+			all[i] = write
 		}
 		// The first round trip connects and loads the metadata before the clock starts.
-		return writers, write(ctx)
+		return all, write(ctx)
 	}
 }
 
@@ -233,12 +238,17 @@ func startDirectServer(store sharestate.Store) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// addedP99Check is the proxy's p99 target: the Kafka traffic's p99 latency through it at most
-// maxAddedP99Millis above the direct one.
-func addedP99Check(byName map[string]Result) Check {
-	c := Check{Target: fmt.Sprintf("kafka-proxy p99 - kafka-direct p99 <= %g ms", maxAddedP99Millis)}
-	proxy, ran := byName["kafka-proxy"]
-	direct, ranDirect := byName["kafka-direct"]
+// addedP99Checks are the proxy's p99 targets: the Kafka traffic's p99 latency through it at most
+// maxAddedP99Millis above the direct one, with 16 writers and with one.
+func addedP99Checks(byName map[string]Result) []Check {
+	return []Check{addedP99Check(byName, "16"), addedP99Check(byName, "1")}
+}
+
+func addedP99Check(byName map[string]Result, writers string) Check {
+	proxyName, directName := "kafka-proxy-"+writers, "kafka-direct-"+writers
+	c := Check{Target: fmt.Sprintf("%s p99 - %s p99 <= %g ms", proxyName, directName, maxAddedP99Millis)}
+	proxy, ran := byName[proxyName]
+	direct, ranDirect := byName[directName]
 	switch {
 	case !ran || !ranDirect:
 		c.Verdict = "SKIP"

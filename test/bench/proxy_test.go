@@ -15,17 +15,17 @@ func TestProxyChecks(t *testing.T) {
 		throughput, addedP99   string
 		wantRatio, wantAddedMs float64
 	}{
-		{"within both", []Result{withP99("kafka-direct", 1000, 2), withP99("kafka-proxy", 950, 2.5)}, "PASS", "PASS", 0.95, 0.5},
-		{"slower", []Result{withP99("kafka-direct", 1000, 2), withP99("kafka-proxy", 850, 2.5)}, "MISS", "PASS", 0.85, 0.5},
-		{"p99 added", []Result{withP99("kafka-direct", 1000, 2), withP99("kafka-proxy", 1000, 3.5)}, "PASS", "MISS", 1, 1.5},
+		{"within both", []Result{withP99("kafka-direct-16", 1000, 2), withP99("kafka-proxy-16", 950, 2.5)}, "PASS", "PASS", 0.95, 0.5},
+		{"slower", []Result{withP99("kafka-direct-16", 1000, 2), withP99("kafka-proxy-16", 850, 2.5)}, "MISS", "PASS", 0.85, 0.5},
+		{"p99 added", []Result{withP99("kafka-direct-16", 1000, 2), withP99("kafka-proxy-16", 1000, 3.5)}, "PASS", "MISS", 1, 1.5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			checks := map[string]Check{}
 			for _, c := range evaluate(tt.results) {
 				checks[c.Target] = c
 			}
-			ratio := checks["kafka-proxy writes/s >= 0.9x kafka-direct"]
-			added := checks["kafka-proxy p99 - kafka-direct p99 <= 1 ms"]
+			ratio := checks["kafka-proxy-16 writes/s >= 0.9x kafka-direct-16"]
+			added := checks["kafka-proxy-16 p99 - kafka-direct-16 p99 <= 1 ms"]
 			if ratio.Verdict != tt.throughput || ratio.Value == nil || abs(*ratio.Value-tt.wantRatio) > 1e-9 {
 				t.Errorf("throughput: %s %v, want %s %v", ratio.Verdict, ratio.Value, tt.throughput, tt.wantRatio)
 			}
@@ -34,9 +34,9 @@ func TestProxyChecks(t *testing.T) {
 			}
 		})
 	}
-	failed := []Result{withP99("kafka-direct", 1000, 2), {Scenario: "kafka-proxy", Error: "setup: no broker"}}
+	failed := []Result{withP99("kafka-direct-16", 1000, 2), {Scenario: "kafka-proxy-16", Error: "setup: no broker"}}
 	for _, c := range evaluate(failed) {
-		if c.Target == "kafka-proxy p99 - kafka-direct p99 <= 1 ms" && (c.Verdict != "ERROR" || c.Value != nil) {
+		if c.Target == "kafka-proxy-16 p99 - kafka-direct-16 p99 <= 1 ms" && (c.Verdict != "ERROR" || c.Value != nil) {
 			t.Errorf("p99 of a failed scenario: %s %v, want ERROR and no value", c.Verdict, c.Value)
 		}
 	}
