@@ -77,7 +77,7 @@ func kafkaRoundTrips(viaProxy bool, writers int) func(context.Context, client.Cl
 			if p, err = persister.New(persister.Options{Client: c, Namespace: namespace, Identity: identity}); err != nil {
 				return nil, err
 			}
-			addr, _, err = startProxiedKafka(p)
+			addr, err = startProxiedKafka(p)
 		} else {
 			addr, err = startKafka()
 		}
@@ -153,7 +153,7 @@ func wireWrites(viaProxy bool) func(context.Context, client.Client, string) ([]w
 		}
 		var addr string
 		if viaProxy {
-			addr, _, err = startProxiedKafka(p)
+			addr, err = startProxiedKafka(p)
 		} else {
 			addr, err = startDirectServer(p)
 		}
@@ -192,12 +192,13 @@ type advertisedListener struct {
 func (l advertisedListener) Addr() net.Addr { return l.proxy }
 
 // startProxiedKafka starts a one-broker kfake cluster behind a proxy answering the share-state
-// requests from store, and returns the proxy's address and the broker's own.
-func startProxiedKafka(store sharestate.Store) (proxyAddr, brokerAddr string, err error) {
+// requests from store, and returns the proxy's address.
+func startProxiedKafka(store sharestate.Store) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
+	var brokerAddr string
 	listen := func(network, _ string) (net.Listener, error) {
 		if brokerAddr != "" {
 			return nil, errors.New("the bench's kfake cluster has one broker")
@@ -211,15 +212,15 @@ func startProxiedKafka(store sharestate.Store) (proxyAddr, brokerAddr string, er
 	}
 	if _, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(kafkaPartitions, kafkaTopic), kfake.ListenFn(listen)); err != nil {
 		_ = ln.Close()
-		return "", "", fmt.Errorf("starting kfake: %w", err)
+		return "", fmt.Errorf("starting kfake: %w", err)
 	}
 	proxy, err := kafkawire.NewProxy(kafkawire.ProxyOptions{Store: store, Upstream: brokerAddr})
 	if err != nil {
 		_ = ln.Close()
-		return "", "", err
+		return "", err
 	}
 	go func() { _ = proxy.Serve(ln) }()
-	return ln.Addr().String(), brokerAddr, nil
+	return ln.Addr().String(), nil
 }
 
 // startDirectServer starts the sidecar's direct mode, a kafkawire.Server answering from store, and
