@@ -89,13 +89,17 @@ func newProxyConn(p *Proxy, down, up net.Conn) *proxyConn {
 	}
 }
 
-// closeBoth closes both connections, which wakes every goroutine of the pair.
-func (c *proxyConn) closeBoth() {
+// closeBoth closes both connections, which wakes every goroutine of the pair. It reports whether
+// this call closed them (false: they were closed already).
+func (c *proxyConn) closeBoth() bool {
+	closedNow := false
 	c.closeOnce.Do(func() {
+		closedNow = true
 		close(c.closed)
 		_ = c.down.Close()
 		_ = c.up.Close()
 	})
+	return closedNow
 }
 
 // serve runs the pair until either side ends, and returns why.
@@ -104,11 +108,11 @@ func (c *proxyConn) serve() string {
 	go c.upstreamWatch()
 	go func() { writerDone <- c.writeLoop() }()
 	reason, drain := c.readLoop()
-	if !drain {
-		c.closeBoth()
-	}
+	// Whoever closes the pair first names the reason: a reader that closes it (an idle or broken
+	// downstream) is not overruled by the writer then seeing the upstream closed.
+	readerClosed := !drain && c.closeBoth()
 	close(c.queue)
-	if wr := <-writerDone; wr != "" {
+	if wr := <-writerDone; wr != "" && !readerClosed {
 		reason = wr
 	}
 	c.closeBoth()
@@ -169,7 +173,7 @@ func isShareStateKey(key int16) bool {
 func (c *proxyConn) waitForFrame() error {
 	if c.downR.Buffered() == 0 {
 		if err := c.upW.Flush(); err != nil {
-			return fmt.Errorf("writing upstream: %w", err)
+			return fmt.Errorf("%w: %w", errWrite, err)
 		}
 	}
 	if err := c.betweenFrames(); err != nil {
@@ -232,6 +236,10 @@ func (c *proxyConn) forward(length int64, key, version int16, corrID int32) erro
 	return nil
 }
 
+// errWrite marks the failure of a write, as opposed to a read: for the reader, a write to the
+// upstream, which ends the pair as the upstream's close does.
+var errWrite = errors.New("writing")
+
 // copyFrame copies n bytes from src to dst through dst's buffer, in pieces of at most src's buffer
 // size: the frames of pipelined requests or responses gather in dst's buffer and leave in one write
 // when the loop flushes, while a large frame (a Fetch response) streams through without being held
@@ -246,7 +254,7 @@ func copyFrame(dst *bufio.Writer, src *bufio.Reader, n int64) (int64, error) {
 		copied += int64(written)
 		switch {
 		case werr != nil:
-			return copied, werr
+			return copied, fmt.Errorf("%w: %w", errWrite, werr)
 		case err != nil:
 			return copied, unexpected(err)
 		}
@@ -274,7 +282,7 @@ func (c *proxyConn) answerLocally(key int16) error {
 	// What was forwarded before leaves now: this request may wait for the byte budget or its bytes,
 	// and the upstream's answers to the earlier requests must not wait with it.
 	if err := c.upW.Flush(); err != nil {
-		return fmt.Errorf("writing upstream: %w", err)
+		return fmt.Errorf("%w: %w", errWrite, err)
 	}
 	size, err := c.peekSize()
 	if err != nil {
@@ -381,6 +389,9 @@ func (c *proxyConn) readFailure(err error) (string, bool) {
 		return closedByPeer, false
 	case errors.Is(err, errStopping):
 		return closedShutdown, true
+	case errors.Is(err, errWrite):
+		c.p.log.V(1).Info("Writing to the upstream failed", "remote", c.down.RemoteAddr().String(), "error", err.Error())
+		return closedUpstreamClosed, false
 	case errors.Is(err, errPeerIdle):
 		c.p.log.V(1).Info("Closed an idle connection", "remote", c.down.RemoteAddr().String())
 		return closedIdle, false
