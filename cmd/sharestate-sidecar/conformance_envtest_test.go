@@ -403,8 +403,8 @@ func TestUnreachableAPIServer(t *testing.T) {
 	if got := s.probe("/readyz"); got != 503 {
 		t.Fatalf("/readyz answered %d with the API server out of reach, want 503", got)
 	}
-	if got := s.probe("/livez"); got != 200 {
-		t.Fatalf("/livez answered %d, want 200", got)
+	if got := s.probe("/healthz"); got != 200 {
+		t.Fatalf("/healthz answered %d, want 200", got)
 	}
 	k := newKafka(t, s.addr)
 	start := time.Now()

@@ -72,7 +72,7 @@ func TestSecureMetrics(t *testing.T) {
 func TestPlainMetricsOnLoopbackOnly(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
-	s := startSidecar(t, ns, sidecarOptions{}) // --metrics-secure=false --metrics-address=127.0.0.1:<port>
+	s := startSidecar(t, ns, sidecarOptions{}) // --metrics-secure=false --metrics-bind-address=127.0.0.1:<port>
 	if !strings.Contains(s.scrape(t), "sharestate_sidecar_connections") {
 		t.Fatal("no sidecar metrics over plain HTTP on loopback")
 	}
@@ -83,7 +83,7 @@ func TestPlainMetricsOnLoopbackOnly(t *testing.T) {
 		}
 	}
 	for _, addr := range []string{":" + port, "0.0.0.0:" + port, "[::]:" + port, "localhost:" + port} {
-		out, err := runSidecarToExit(t, ns, "--metrics-secure=false", "--metrics-address="+addr)
+		out, err := runSidecarToExit(t, ns, "--metrics-secure=false", "--metrics-bind-address="+addr)
 		if err == nil || !strings.Contains(out, "not a loopback address") {
 			t.Fatalf("with plain metrics on %s the sidecar exited with %v:\n%s", addr, err, out)
 		}
@@ -118,7 +118,7 @@ func runSidecarToExit(t *testing.T, ns string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sidecarBinary(t), append([]string{
-		"--listen-address=" + freeAddr(t), "--health-address=" + freeAddr(t), "--kubeconfig=" + adminKubeconfig(t, env.Config),
+		"--listen-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t), "--kubeconfig=" + adminKubeconfig(t, env.Config),
 		"--namespace=" + ns, "--broker-id=1", "--pod-name=broker-1",
 	}, args...)...)
 	out, err := cmd.CombinedOutput()

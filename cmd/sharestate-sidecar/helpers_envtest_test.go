@@ -81,7 +81,7 @@ func startSidecar(t testing.TB, ns string, opts sidecarOptions) *sidecar {
 	}
 	s := &sidecar{addr: freeAddr(t), health: freeAddr(t), metrics: freeAddr(t), logs: &syncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{
-		"--listen-address=" + s.addr, "--health-address=" + s.health, "--metrics-address=" + s.metrics, "--metrics-secure=false",
+		"--listen-address=" + s.addr, "--health-probe-bind-address=" + s.health, "--metrics-bind-address=" + s.metrics, "--metrics-secure=false",
 		"--kubeconfig=" + opts.kubeconfig, "--namespace=" + ns, fmt.Sprintf("--broker-id=%d", opts.brokerID),
 	}, opts.args...)
 	s.cmd = exec.Command(sidecarBinary(t), args...)

@@ -48,8 +48,9 @@ func parseFlags() *flags {
 	flag.BoolVar(&cfg.ProxyTLS.Upstream, "proxy-upstream-tls", false, "speak TLS to the upstream")
 	flag.StringVar(&cfg.ProxyTLS.UpstreamCAFile, "proxy-upstream-tls-ca-file", "", "PEM CA certificates the upstream's certificate is verified with (default: the system's)")
 	flag.StringVar(&cfg.ProxyTLS.UpstreamServerName, "proxy-upstream-tls-server-name", "", "name the upstream's certificate is verified for (default: the upstream address's host)")
-	flag.StringVar(&cfg.HealthAddress, "health-address", ":8081", "address of /livez and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
-	flag.StringVar(&cfg.MetricsAddress, "metrics-address", "",
+	flag.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
+		"address of /healthz and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
+	flag.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",
 		`address of /metrics; 0 disables it (default ":8443", or "127.0.0.1:8080" with --metrics-secure=false)`)
 	flag.BoolVar(&cfg.SecureMetrics, "metrics-secure", true,
 		"serve /metrics over HTTPS, to scrapers whose token and access to /metrics the API server accepts (the service account "+
@@ -76,7 +77,8 @@ func parseFlags() *flags {
 	flag.Int64Var(&cfg.MaxQueuedRequestBytes, "max-queued-request-bytes", 4*kafkawire.DefaultMaxRequestBytes,
 		"request bytes held at once over all connections, from a request's size field until its answer; beyond it, reading waits "+
 			"(Kafka's queued.max.request.bytes; at least --max-request-bytes)")
-	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 10*time.Minute, "close connections idle this long (Kafka's connections.max.idle.ms)")
+	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 10*time.Minute,
+		"close connections idle this long (Kafka's connections.max.idle.ms), and those of a peer that stops reading its responses for this long")
 	flag.DurationVar(&cfg.RequestTimeout, "request-timeout", 30*time.Second,
 		"bound on one request, after which its unfinished partitions are answered COORDINATOR_NOT_AVAILABLE (Kafka's request.timeout.ms)")
 	flag.IntVar(&cfg.MaxInFlightPerConnection, "max-in-flight-per-connection", 1024, "requests of one connection served at once")

@@ -297,9 +297,10 @@ func readUntilClosed(t *testing.T, c net.Conn, from, n int) []int {
 func TestHealthAndMetrics(t *testing.T) {
 	testenv.Require(t, env)
 	s := startSidecar(t, env.Namespace(t), sidecarOptions{})
-	for _, path := range []string{"/livez", "/healthz", "/readyz"} {
-		if got := s.probe(path); got != 200 {
-			t.Fatalf("%s answered %d", path, got)
+	// kubebuilder's names, as the operator's: /healthz and /readyz.
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/livez": 404} {
+		if got := s.probe(path); got != want {
+			t.Fatalf("%s answered %d, want %d", path, got, want)
 		}
 	}
 	k := newKafka(t, s.addr)

@@ -18,7 +18,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
@@ -154,6 +156,18 @@ func TestProxyModeTLS(t *testing.T) {
 		t.Fatal("a client without a certificate was served")
 	}
 
+	// A rotated client CA is trusted by the next connection, and the old one no longer.
+	newCA := newTestCA(t)
+	_, _, newClientPair := newCA.issue(t, "broker-3")
+	writeAtomically(t, files["ca.crt"], newCA.pem)
+	if err := tlsHandshake(proxyAddr, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{newClientPair}, MinVersion: tls.VersionTLS12}); err != nil {
+		t.Fatalf("a client of the rotated CA: %v", err)
+	}
+	if err := tlsHandshake(proxyAddr, clientTLS); err == nil {
+		t.Fatal("a client of the CA rotated out was served")
+	}
+	writeAtomically(t, files["ca.crt"], ca.pem)
+
 	// A renewed certificate is served to new connections.
 	renewedCert, renewedKey, _ := ca.issue(t, "proxy-2")
 	writeAtomically(t, files["tls.key"], renewedKey)
@@ -174,4 +188,22 @@ func TestProxyModeTLS(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// tlsHandshake connects to addr with cfg and sends an ApiVersions request: nil once its response
+// arrives (the proxy served the client), the error otherwise (a refused client certificate shows at
+// the first read under TLS 1.3).
+func tlsHandshake(addr string, cfg *tls.Config) error {
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	req := kmsg.NewPtrApiVersionsRequest()
+	if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		return err
+	}
+	_, err = kafkawire.ReadFrame(c, 1<<20)
+	return err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/sidecar"
 	"github.com/sharestate/sharestate-operator/test/localcluster"
 
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
@@ -35,8 +36,8 @@ func main() {
 	flags.StringVar(&op.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "the operator's metrics address (plain HTTP here); 0 disables it")
 	flags.StringVar(&op.HealthProbeBindAddress, "health-probe-bind-address", "127.0.0.1:8081", "the operator's health probe address; 0 disables it")
 	flags.DurationVar(&op.NotReadyGrace, "fence-not-ready-after", 0, "also fence a leader whose pod has not been Ready for this long")
-	flags.StringVar(&sc.ListenAddress, "sidecar-listen-address", "127.0.0.1:9094", "where the local sidecar serves Kafka's protocol; empty runs no sidecar")
-	flags.StringVar(&sc.HealthAddress, "sidecar-health-address", "127.0.0.1:9095", "the local sidecar's /livez and /readyz")
+	flags.StringVar(&sc.ListenAddress, "sidecar-listen-address", kafkawire.DefaultAddress, "where the local sidecar serves Kafka's protocol; empty runs no sidecar")
+	flags.StringVar(&sc.HealthProbeBindAddress, "sidecar-health-address", "127.0.0.1:9095", "the local sidecar's /healthz and /readyz")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flags)
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
@@ -119,7 +120,7 @@ func startLocalSidecar(ctx context.Context, cluster *localcluster.Cluster, sc si
 	if err != nil {
 		return err
 	}
-	sc.Namespace, sc.MetricsAddress = "default", "0" // its metrics are the operator's registry's, served above
+	sc.Namespace, sc.MetricsBindAddress = "default", "0" // its metrics are the operator's registry's, served above
 	sc.ShutdownTimeout = 10 * time.Second
 	sc.Identity = persister.Identity{BrokerID: 0, PodName: pod.Name, PodUID: string(pod.UID)}
 	sc.Logger = ctrl.Log.WithName("sidecar")

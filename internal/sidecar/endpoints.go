@@ -15,7 +15,7 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/metricsauth"
 )
 
-// Where /metrics is served when Config.MetricsAddress is empty. Over HTTPS, on every interface, as
+// Where /metrics is served when Config.MetricsBindAddress is empty. Over HTTPS, on every interface, as
 // the operator's (kubebuilder's :8443); over plain HTTP, only on loopback: anyone who reaches the pod
 // could read it otherwise.
 const (
@@ -26,8 +26,8 @@ const (
 // metricsAddress is where /metrics is served, "0" for nowhere.
 func (c Config) metricsAddress() string {
 	switch {
-	case c.MetricsAddress != "":
-		return c.MetricsAddress
+	case c.MetricsBindAddress != "":
+		return c.MetricsBindAddress
 	case c.SecureMetrics:
 		return DefaultSecureMetricsAddress
 	default:
@@ -61,7 +61,7 @@ func serveEndpoints(restCfg *rest.Config, cfg Config, ready func(context.Context
 		return nil, err
 	}
 	var health *http.Server
-	if addr := cfg.HealthAddress; addr != "0" && addr != "" {
+	if addr := cfg.HealthProbeBindAddress; addr != "0" && addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, fmt.Errorf("listening for health probes on %s: %w", addr, err)

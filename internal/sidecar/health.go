@@ -15,14 +15,12 @@ import (
 // (the kubelet gives up after the probe's timeoutSeconds, and its request's context ends with it).
 const probeTimeout = 2 * time.Second
 
-// HealthHandler serves /livez (and /healthz, its older name), which answers as long as the process
-// serves HTTP, and /readyz, which answers 200 only while ready returns nil. The probes are plain HTTP
+// HealthHandler serves /healthz, which answers as long as the process serves HTTP, and /readyz, which answers 200 only while ready returns nil. The probes are plain HTTP
 // that anyone who reaches the pod can read, so /readyz answers a fixed "not ready": why (which can
 // name the API server's address) goes to log.
 func HealthHandler(ready func(context.Context) error, log logr.Logger) http.Handler {
 	mux := http.NewServeMux()
 	alive := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
-	mux.HandleFunc("/livez", alive)
 	mux.HandleFunc("/healthz", alive)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), probeTimeout)

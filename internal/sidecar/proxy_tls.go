@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,13 +56,50 @@ func (t ProxyTLS) serverConfig(ctx context.Context, log logr.Logger) (*tls.Confi
 		}
 	}()
 	cfg := &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12}
-	if t.ClientCAFile != "" {
-		if cfg.ClientCAs, err = certPool(t.ClientCAFile); err != nil {
-			return nil, err
-		}
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	if t.ClientCAFile == "" {
+		return cfg, nil
+	}
+	cas := &clientCAs{file: t.ClientCAFile, log: log}
+	if cfg.ClientCAs, err = certPool(t.ClientCAFile); err != nil {
+		return nil, err
+	}
+	cas.pool = cfg.ClientCAs
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		each := cfg.Clone()
+		each.GetConfigForClient = nil
+		each.ClientCAs = cas.current()
+		return each, nil
 	}
 	return cfg, nil
+}
+
+// clientCAs is the pool of client CA certificates, read again from its file at each TLS handshake so
+// that a rotated CA (a Secret volume's update) is trusted by the next connection without a restart.
+// Inter-broker connections are long-lived, so handshakes, and these reads, are rare. A file that
+// cannot be read or holds no certificate leaves the last good pool in use.
+type clientCAs struct {
+	file string
+	log  logr.Logger
+
+	mu      sync.Mutex
+	lastErr string
+	pool    *x509.CertPool
+}
+
+func (c *clientCAs) current() *x509.CertPool {
+	pool, err := certPool(c.file)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if err.Error() != c.lastErr { // once per distinct failure, not per handshake
+			c.log.Error(err, "Reading the proxy's client CA certificates failed; the ones read last are used", "file", c.file)
+		}
+		c.lastErr = err.Error()
+		return c.pool
+	}
+	c.lastErr, c.pool = "", pool
+	return pool
 }
 
 // upstreamDial dials the upstream over TLS, nil for plain TCP.

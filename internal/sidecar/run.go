@@ -40,14 +40,15 @@ type Config struct {
 	ProxyRequireAuthentication bool
 	// ProxyTLS is the proxy's TLS towards its clients and towards the upstream.
 	ProxyTLS ProxyTLS
-	// HealthAddress serves /livez and /readyz over plain HTTP, for the kubelet's probes; "0" disables it.
-	HealthAddress string
-	// MetricsAddress serves /metrics; "0" disables it. Empty is DefaultSecureMetricsAddress, or
+	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP, for the kubelet's probes; "0"
+	// disables it.
+	HealthProbeBindAddress string
+	// MetricsBindAddress serves /metrics; "0" disables it. Empty is DefaultSecureMetricsAddress, or
 	// DefaultPlainMetricsAddress without SecureMetrics.
-	MetricsAddress string
+	MetricsBindAddress string
 	// SecureMetrics serves /metrics over HTTPS, and only to a scraper whose token the API server
 	// accepts and whose user it allows to get /metrics. Without it /metrics is plain HTTP, and
-	// MetricsAddress must be a loopback address.
+	// MetricsBindAddress must be a loopback address.
 	SecureMetrics bool
 	// MetricsCertDir holds the certificate (tls.crt) and key (tls.key) of /metrics over HTTPS; without
 	// them the sidecar serves a self-signed certificate.
@@ -228,7 +229,7 @@ func newProxy(ctx context.Context, store sharestate.Store, cfg Config) (listenin
 		Store: store, Upstream: cfg.ProxyUpstreamAddress, RequireAuthentication: cfg.ProxyRequireAuthentication,
 		MaxRequestBytes:       cfg.MaxRequestBytes,
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes, RequestTimeout: cfg.RequestTimeout,
-		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("proxy"),
+		IdleTimeout: cfg.IdleTimeout, MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("proxy"),
 		Registerer: ctrlmetrics.Registry,
 	})
 	if err != nil {

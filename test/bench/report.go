@@ -169,7 +169,7 @@ func evaluate(results []Result) []Check {
 	for i, t := range targets {
 		checks[i] = t.evaluate(byName)
 	}
-	return checks
+	return append(checks, addedP99Checks(byName)...)
 }
 
 // writeTables prints the results, the CPU they cost and the targets as markdown tables.

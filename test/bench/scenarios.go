@@ -119,9 +119,9 @@ func persisterWrites(writersPerPartition, partitions int) func(context.Context, 
 	}
 }
 
-// persisterWriter writes the cursor's next write to one partition through p, as its leader at
-// benchEpoch holding stateEpoch.
-func persisterWriter(p *persister.Persister, topic sharestate.TopicID, partition, stateEpoch int32, cursor *offsetCursor) writeFunc {
+// persisterWriter writes the cursor's next write to one partition through p (the persister, or a
+// client of the sidecar), as its leader at benchEpoch holding stateEpoch.
+func persisterWriter(p sharestate.Store, topic sharestate.TopicID, partition, stateEpoch int32, cursor *offsetCursor) writeFunc {
 	return func(ctx context.Context) error {
 		w := cursor.next()
 		in := sharestate.WritePartition{

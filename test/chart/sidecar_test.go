@@ -123,7 +123,7 @@ func defaultSidecar(t *testing.T) sidecarWant {
 	return sidecarWant{
 		brokerArg: "--broker-id=$(BROKER_ID)", brokerFieldPath: podIndexFieldPath,
 		image:  "ghcr.io/sharestate/sharestate-sidecar:" + chartAppVersion(t),
-		listen: 9094, health: 8081, metrics: 8443,
+		listen: 9089, health: 8081, metrics: 8443,
 	}
 }
 
@@ -159,13 +159,13 @@ func assertSidecar(t *testing.T, c corev1.Container, want sidecarWant) {
 	wantArgs := []string{
 		want.brokerArg,
 		fmt.Sprintf("--listen-address=127.0.0.1:%d", want.listen),
-		fmt.Sprintf("--health-address=:%d", want.health),
-		fmt.Sprintf("--metrics-address=:%d", want.metrics), // HTTPS, authenticated and authorized by the API server
+		fmt.Sprintf("--health-probe-bind-address=:%d", want.health),
+		fmt.Sprintf("--metrics-bind-address=:%d", want.metrics), // HTTPS, authenticated and authorized by the API server
 	}
 	wantMetricsPort := want.metrics
 	if want.plainMetrics {
 		// Plain HTTP on loopback only, which the sidecar insists on; no container port to reach it by.
-		wantArgs[3] = fmt.Sprintf("--metrics-address=127.0.0.1:%d", want.metrics)
+		wantArgs[3] = fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", want.metrics)
 		wantArgs = append(wantArgs, "--metrics-secure=false")
 		wantMetricsPort = 0
 	}
@@ -174,6 +174,9 @@ func assertSidecar(t *testing.T, c corev1.Container, want sidecarWant) {
 			t.Errorf("args %q lack %s", c.Args, arg)
 		}
 	}
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--proxy-") }) || portNumber(c, "sstate-proxy") != 0 {
+		t.Errorf("args %q, ports %+v: proxy mode, which is off by default", c.Args, c.Ports)
+	}
 	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--metrics-secure") }) != want.plainMetrics {
 		t.Errorf("args %q: --metrics-secure given or not against plainMetrics=%v", c.Args, want.plainMetrics)
 	}
@@ -181,7 +184,7 @@ func assertSidecar(t *testing.T, c corev1.Container, want sidecarWant) {
 		t.Errorf("ports = %+v, want sstate-metrics %d", c.Ports, wantMetricsPort)
 	}
 	assertHTTPProbe(t, "startup", c.StartupProbe, c, "/readyz", want.health)
-	assertHTTPProbe(t, "liveness", c.LivenessProbe, c, "/livez", want.health)
+	assertHTTPProbe(t, "liveness", c.LivenessProbe, c, "/healthz", want.health)
 	assertHTTPProbe(t, "readiness", c.ReadinessProbe, c, "/readyz", want.health)
 	assertRestricted(t, nil, c.SecurityContext)
 	if len(c.Resources.Requests) == 0 || len(c.Resources.Limits) == 0 {

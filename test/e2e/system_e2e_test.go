@@ -222,7 +222,7 @@ func (s *system) startBroker(ctx context.Context, id int32, port int) *broker {
 	b := &broker{id: id, pod: pod, address: fmt.Sprintf("127.0.0.1:%d", port)}
 	s.start("sidecar-"+pod.Name, []string{"POD_NAMESPACE=" + s.brokersNS, "POD_NAME=" + pod.Name, "POD_UID=" + string(pod.UID)},
 		"sharestate-sidecar", "--kubeconfig", kc, "--broker-id", fmt.Sprint(id),
-		"--listen-address", b.address, "--health-address", fmt.Sprintf("127.0.0.1:%d", port+100), "--metrics-address", "0")
+		"--listen-address", b.address, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", port+100), "--metrics-bind-address", "0")
 	return b
 }
 

@@ -12,9 +12,12 @@ It takes a dict:
   brokerIdFieldPath  a downward-API field path holding the broker id; default
                      metadata.labels['apps.kubernetes.io/pod-index'], the ordinal of a StatefulSet's pod.
 
-The pod must run under sidecar.serviceAccountName, in a namespace listed in sidecar.rbac.namespaces,
-and its broker must use 127.0.0.1:<sidecar.listenPort> as its share-state persister. README.md shows
-how to include this template.
+The pod must run under sidecar.serviceAccountName, in a namespace listed in sidecar.rbac.namespaces.
+In direct mode its broker must use 127.0.0.1:<sidecar.listenPort> as its share-state persister; with
+sidecar.proxy.enabled the broker binds its inter-broker listener on sidecar.proxy.upstreamAddress and
+advertises the pod's sidecar.proxy.port for it (docs/kafka-integration.md). With
+sidecar.proxy.tls.volumeName the pod must have that volume. README.md shows how to include this
+template.
 */}}
 {{- define "sharestate-operator.sidecarContainer" -}}
 {{- $ctx := required "sharestate-operator.sidecarContainer: pass this chart's context as \"context\"" (get . "context") }}
@@ -27,9 +30,18 @@ how to include this template.
 {{- if and $brokerId (not (regexMatch "^[0-9]+$" $brokerId)) }}
 {{- fail (printf "sharestate-operator.sidecarContainer: brokerId must be a non-negative integer, not %q" $brokerId) }}
 {{- end }}
-{{- if ne 3 (len (uniq (list (int $v.listenPort) (int $v.healthPort) (int $v.metricsPort)))) }}
-{{- fail "sidecar.listenPort, sidecar.healthPort and sidecar.metricsPort must differ: they share the broker pod's network" }}
+{{- $proxy := $v.proxy }}
+{{- $ports := list (int $v.listenPort) (int $v.healthPort) (int $v.metricsPort) }}
+{{- if $proxy.enabled }}
+{{- $ports = append $ports (int $proxy.port) }}
 {{- end }}
+{{- if ne (len $ports) (len (uniq $ports)) }}
+{{- fail "sidecar.listenPort, sidecar.healthPort and sidecar.metricsPort must differ, and from sidecar.proxy.port when proxy mode is on: they share the broker pod's network" }}
+{{- end }}
+{{- if and $proxy.tls.verifyClients (not $proxy.tls.volumeName) }}
+{{- fail "sidecar.proxy.tls.verifyClients needs sidecar.proxy.tls.volumeName: the clients' CA is its ca.crt" }}
+{{- end }}
+{{- $tlsDir := "/etc/sharestate/proxy-tls" }}
 {{- $fieldPath := get . "brokerIdFieldPath" | default "metadata.labels['apps.kubernetes.io/pod-index']" -}}
 - name: sharestate-sidecar
   image: {{ include "sharestate-operator.image" (dict "image" $v.image "context" $ctx) }}
@@ -38,12 +50,37 @@ how to include this template.
   args:
     - --broker-id={{ $brokerId | default "$(BROKER_ID)" }}
     - --listen-address=127.0.0.1:{{ $v.listenPort }}
-    - --health-address=:{{ $v.healthPort }}
+    - --health-probe-bind-address=:{{ $v.healthPort }}
     {{- if $v.metricsSecure }}
-    - --metrics-address=:{{ $v.metricsPort }}
+    - --metrics-bind-address=:{{ $v.metricsPort }}
     {{- else }}
     - --metrics-secure=false
-    - --metrics-address=127.0.0.1:{{ $v.metricsPort }}
+    - --metrics-bind-address=127.0.0.1:{{ $v.metricsPort }}
+    {{- end }}
+    {{- if $proxy.enabled }}
+    # Proxy mode: the port the broker advertises for its inter-broker listener, in front of that
+    # listener's real address on loopback.
+    - --proxy-listen-address=:{{ $proxy.port }}
+    - --proxy-upstream-address={{ $proxy.upstreamAddress }}
+    {{- if $proxy.requireAuthentication }}
+    - --proxy-require-authentication
+    {{- end }}
+    {{- if $proxy.tls.volumeName }}
+    - --proxy-tls-cert-file={{ $tlsDir }}/tls.crt
+    - --proxy-tls-key-file={{ $tlsDir }}/tls.key
+    {{- if $proxy.tls.verifyClients }}
+    - --proxy-tls-client-ca-file={{ $tlsDir }}/ca.crt
+    {{- end }}
+    {{- end }}
+    {{- if $proxy.tls.upstream }}
+    - --proxy-upstream-tls
+    {{- if $proxy.tls.volumeName }}
+    - --proxy-upstream-tls-ca-file={{ $tlsDir }}/ca.crt
+    {{- end }}
+    {{- with $proxy.tls.upstreamServerName }}
+    - --proxy-upstream-tls-server-name={{ . }}
+    {{- end }}
+    {{- end }}
     {{- end }}
     - --zap-log-level={{ $v.logging.level }}
     - --zap-encoder={{ $v.logging.format }}
@@ -78,6 +115,12 @@ how to include this template.
           fieldPath: {{ $fieldPath | quote }}
     {{- end }}
   ports:
+    {{- if $proxy.enabled }}
+    # The other brokers connect here: the broker's advertised inter-broker listener.
+    - name: sstate-proxy
+      containerPort: {{ $proxy.port }}
+      protocol: TCP
+    {{- end }}
     - name: sstate-health
       containerPort: {{ $v.healthPort }}
       protocol: TCP
@@ -96,7 +139,7 @@ how to include this template.
     failureThreshold: 60
   livenessProbe:
     httpGet:
-      path: /livez
+      path: /healthz
       port: sstate-health
     periodSeconds: 10
   readinessProbe:
@@ -106,6 +149,12 @@ how to include this template.
     periodSeconds: 10
     # Its check of the Kubernetes API takes up to 2s.
     timeoutSeconds: 3
+  {{- if and $proxy.enabled $proxy.tls.volumeName }}
+  volumeMounts:
+    - name: {{ $proxy.tls.volumeName }}
+      mountPath: {{ $tlsDir }}
+      readOnly: true
+  {{- end }}
   {{- with $v.securityContext }}
   securityContext:
     {{- toYaml . | nindent 4 }}

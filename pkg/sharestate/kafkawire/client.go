@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultAddress is where the sidecar listens unless told otherwise: loopback, beside the broker.
-const DefaultAddress = "127.0.0.1:9094"
+const DefaultAddress = "127.0.0.1:9089"
 
 // ClientOptions configure a Client. Every field has a default.
 type ClientOptions struct {

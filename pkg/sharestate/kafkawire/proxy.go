@@ -38,8 +38,14 @@ type ProxyOptions struct {
 	// that require one); otherwise such a request
 	// closes the connection, as a Kafka broker's SASL listener closes one that sends a request before
 	// authenticating. Set it when the upstream listener is SASL: otherwise the proxy would answer
-	// clients the broker would refuse. (SaslHandshake v0, with unframed tokens, is not supported.)
+	// clients the broker would refuse. (SaslHandshake v0, after which SASL tokens travel without
+	// Kafka's request header, is refused: the connection is closed.)
 	RequireAuthentication bool
+	// IdleTimeout (default 10m, Kafka's connections.max.idle.ms) closes a downstream connection that
+	// has sent nothing and awaits nothing for this long, and bounds every write to either side and
+	// the arrival of a request's bytes once it has begun: a peer that stops reading or sending mid-way
+	// gets this long to resume, then the pair is closed, rather than holding the proxy forever.
+	IdleTimeout time.Duration
 	// MaxInFlightPerConnection bounds the requests of one connection forwarded or answered and not
 	// yet responded to (default 1024); beyond it the proxy stops reading that connection.
 	MaxInFlightPerConnection int
@@ -60,6 +66,9 @@ func (o *ProxyOptions) setDefaults() error {
 	if o.Dial == nil {
 		d := &net.Dialer{Timeout: o.DialTimeout}
 		o.Dial = d.DialContext
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 10 * time.Minute
 	}
 	if o.MaxInFlightPerConnection <= 0 {
 		o.MaxInFlightPerConnection = 1024

@@ -23,7 +23,15 @@ const (
 	closedUpstreamError  = "upstream_protocol_error"
 	// closedUnauthenticated: a share-state request before SASL authentication (RequireAuthentication).
 	closedUnauthenticated = "unauthenticated"
+	// closedSASLHandshakeV0: SaslHandshake v0, whose SASL tokens would follow without request headers.
+	closedSASLHandshakeV0 = "sasl_handshake_v0"
 )
+
+// keySASLHandshake is SaslHandshake's API key.
+const keySASLHandshake int16 = 17
+
+var errSASLHandshakeV0 = errors.New("SaslHandshake v0 is not supported: after it the SASL tokens travel without request headers, " +
+	"which the proxy cannot tell from requests; Kafka's clients use v1 when the broker lists it")
 
 // proxyConn is one downstream connection and the upstream connection it owns. Two goroutines run it,
 // each a copy loop. The reader reads the downstream's requests: it forwards each one upstream as its
@@ -43,6 +51,8 @@ type proxyConn struct {
 	downW *bufio.Writer // the writer's
 
 	queue chan owed
+	// owedCount is the responses queued and not yet written: a connection is idle only without any.
+	owedCount atomic.Int64
 	// upReady carries, for each upstream response, nil once its header has arrived, or the error
 	// that ended the upstream; consumed hands upR back once the writer has streamed the response.
 	upReady  chan error
@@ -69,22 +79,27 @@ type owed struct {
 }
 
 func newProxyConn(p *Proxy, down, up net.Conn) *proxyConn {
+	timeout := p.opts.IdleTimeout
 	return &proxyConn{
 		p: p, down: down, up: up,
-		downR: bufio.NewReaderSize(down, 64<<10), upW: bufio.NewWriterSize(up, 64<<10),
-		upR: bufio.NewReaderSize(up, 64<<10), downW: bufio.NewWriterSize(down, 64<<10),
+		downR: bufio.NewReaderSize(down, 64<<10), upW: bufio.NewWriterSize(deadlineWriter{up, timeout}, 64<<10),
+		upR: bufio.NewReaderSize(up, 64<<10), downW: bufio.NewWriterSize(deadlineWriter{down, timeout}, 64<<10),
 		queue:   make(chan owed, p.opts.MaxInFlightPerConnection),
 		upReady: make(chan error), consumed: make(chan struct{}), closed: make(chan struct{}),
 	}
 }
 
-// closeBoth closes both connections, which wakes every goroutine of the pair.
-func (c *proxyConn) closeBoth() {
+// closeBoth closes both connections, which wakes every goroutine of the pair. It reports whether
+// this call closed them (false: they were closed already).
+func (c *proxyConn) closeBoth() bool {
+	closedNow := false
 	c.closeOnce.Do(func() {
+		closedNow = true
 		close(c.closed)
 		_ = c.down.Close()
 		_ = c.up.Close()
 	})
+	return closedNow
 }
 
 // serve runs the pair until either side ends, and returns why.
@@ -93,11 +108,11 @@ func (c *proxyConn) serve() string {
 	go c.upstreamWatch()
 	go func() { writerDone <- c.writeLoop() }()
 	reason, drain := c.readLoop()
-	if !drain {
-		c.closeBoth()
-	}
+	// Whoever closes the pair first names the reason: a reader that closes it (an idle or broken
+	// downstream) is not overruled by the writer then seeing the upstream closed.
+	readerClosed := !drain && c.closeBoth()
 	close(c.queue)
-	if wr := <-writerDone; wr != "" {
+	if wr := <-writerDone; wr != "" && !readerClosed {
 		reason = wr
 	}
 	c.closeBoth()
@@ -130,14 +145,19 @@ func (c *proxyConn) readLoop() (reason string, drain bool) {
 		key := int16(binary.BigEndian.Uint16(head[4:]))
 		version := int16(binary.BigEndian.Uint16(head[6:]))
 		corrID := int32(binary.BigEndian.Uint32(head[8:]))
-		if isShareStateKey(key) {
+		switch {
+		case key == keySASLHandshake && version == 0:
+			err = &refusal{reason: closedSASLHandshakeV0, api: "SaslHandshake", err: errSASLHandshakeV0}
+		case isShareStateKey(key):
 			err = c.answerLocally(key)
-		} else {
+		default:
 			err = c.forward(int64(size)+4, key, version, corrID)
 		}
 		if err != nil {
 			var r *refusal
 			if errors.As(err, &r) {
+				// The requests forwarded before it are answered before the close: they must leave.
+				_ = c.upW.Flush() // an error ends the upstream, which the writer sees
 				return c.refuse(r), true
 			}
 			return c.readFailure(err)
@@ -153,19 +173,45 @@ func isShareStateKey(key int16) bool {
 func (c *proxyConn) waitForFrame() error {
 	if c.downR.Buffered() == 0 {
 		if err := c.upW.Flush(); err != nil {
-			return fmt.Errorf("writing upstream: %w", err)
+			return fmt.Errorf("%w: %w", errWrite, err)
 		}
 	}
 	if err := c.betweenFrames(); err != nil {
 		return err
 	}
-	if _, err := c.downR.Peek(1); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && c.isStopping() {
-			return errStopping
+	for {
+		_, err := c.downR.Peek(1)
+		if err == nil {
+			break
 		}
-		return err
+		switch {
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		case c.isStopping():
+			return errStopping
+		case c.owedCount.Load() == 0:
+			return errPeerIdle
+		}
+		// Responses are still owed: the downstream waits for them, it is not idle.
+		if err := c.betweenFrames(); err != nil {
+			return err
+		}
 	}
 	return c.enterFrame()
+}
+
+// deadlineWriter bounds every write to a connection: a peer that stops reading fails the write
+// after timeout instead of blocking its writer forever.
+type deadlineWriter struct {
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	if err := w.conn.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+		return 0, err
+	}
+	return w.conn.Write(p)
 }
 
 // forward queues the upstream's response (unless the request gets none) and copies the request's
@@ -182,12 +228,38 @@ func (c *proxyConn) forward(length int64, key, version int16, corrID int32) erro
 		c.push(owed{corrID: corrID, key: key, version: version})
 	}
 	c.p.metrics.request(key, routeForwarded)
-	n, err := io.CopyN(c.upW, c.downR, length)
+	n, err := copyFrame(c.upW, c.downR, length)
 	c.p.metrics.bytesToUpstream.Add(float64(n))
 	if err != nil {
 		return fmt.Errorf("forwarding a request upstream: %w", unexpected(err))
 	}
 	return nil
+}
+
+// errWrite marks the failure of a write, as opposed to a read: for the reader, a write to the
+// upstream, which ends the pair as the upstream's close does.
+var errWrite = errors.New("writing")
+
+// copyFrame copies n bytes from src to dst through dst's buffer, in pieces of at most src's buffer
+// size: the frames of pipelined requests or responses gather in dst's buffer and leave in one write
+// when the loop flushes, while a large frame (a Fetch response) streams through without being held
+// whole. (io.CopyN would hand dst's socket to bufio.Writer.ReadFrom, which writes each frame, or
+// each piece of one, in a system call of its own.)
+func copyFrame(dst *bufio.Writer, src *bufio.Reader, n int64) (int64, error) {
+	var copied int64
+	for copied < n {
+		piece, err := src.Peek(int(min(n-copied, int64(src.Size()))))
+		written, werr := dst.Write(piece)
+		_, _ = src.Discard(written) // written bytes were peeked: they are buffered
+		copied += int64(written)
+		switch {
+		case werr != nil:
+			return copied, fmt.Errorf("%w: %w", errWrite, werr)
+		case err != nil:
+			return copied, unexpected(err)
+		}
+	}
+	return copied, nil
 }
 
 // produceResponds reads, without consuming it, the start of a Produce request up to its acks.
@@ -210,7 +282,7 @@ func (c *proxyConn) answerLocally(key int16) error {
 	// What was forwarded before leaves now: this request may wait for the byte budget or its bytes,
 	// and the upstream's answers to the earlier requests must not wait with it.
 	if err := c.upW.Flush(); err != nil {
-		return fmt.Errorf("writing upstream: %w", err)
+		return fmt.Errorf("%w: %w", errWrite, err)
 	}
 	size, err := c.peekSize()
 	if err != nil {
@@ -218,6 +290,11 @@ func (c *proxyConn) answerLocally(key int16) error {
 	}
 	if err := s.queued.Acquire(s.ctx, int64(size)); err != nil {
 		return errStopping
+	}
+	// The frame's bytes get the idle timeout from now, not from before the wait for the budget.
+	if err := c.enterFrame(); err != nil {
+		s.queued.Release(int64(size))
+		return err
 	}
 	frame, err := ReadFrame(c.downR, s.opts.MaxRequestBytes)
 	if err != nil {
@@ -255,6 +332,7 @@ func (c *proxyConn) peekSize() (int, error) {
 // was forwarded: the responses the writer waits for may be to those very requests.
 func (c *proxyConn) push(pd owed) {
 	c.p.metrics.inFlight.Inc()
+	c.owedCount.Add(1)
 	select {
 	case c.queue <- pd:
 		return
@@ -264,7 +342,7 @@ func (c *proxyConn) push(pd owed) {
 	c.queue <- pd
 }
 
-// betweenFrames clears the read deadline, unless the proxy is stopping.
+// betweenFrames arms the idle deadline, unless the proxy is stopping.
 func (c *proxyConn) betweenFrames() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -272,18 +350,19 @@ func (c *proxyConn) betweenFrames() error {
 		return errStopping
 	}
 	c.inFrame = false
-	return c.down.SetReadDeadline(time.Time{})
+	return c.down.SetReadDeadline(time.Now().Add(c.p.opts.IdleTimeout))
 }
 
-// enterFrame marks a frame begun: a shutdown lets the reader finish it.
+// enterFrame marks a frame begun, whose bytes must arrive within the idle timeout: a shutdown lets
+// the reader finish it.
 func (c *proxyConn) enterFrame() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stopping {
+	if c.stopping && !c.inFrame {
 		return errStopping
 	}
 	c.inFrame = true
-	return nil
+	return c.down.SetReadDeadline(time.Now().Add(c.p.opts.IdleTimeout))
 }
 
 // stopReading makes the reader stop before its next frame: at once when it is waiting for one.
@@ -310,6 +389,12 @@ func (c *proxyConn) readFailure(err error) (string, bool) {
 		return closedByPeer, false
 	case errors.Is(err, errStopping):
 		return closedShutdown, true
+	case errors.Is(err, errWrite):
+		c.p.log.V(1).Info("Writing to the upstream failed", "remote", c.down.RemoteAddr().String(), "error", err.Error())
+		return closedUpstreamClosed, false
+	case errors.Is(err, errPeerIdle):
+		c.p.log.V(1).Info("Closed an idle connection", "remote", c.down.RemoteAddr().String())
+		return closedIdle, false
 	case errors.Is(err, errShortHeader):
 		c.p.log.Info("Closed a connection that sent a frame too short for a request header", "remote", c.down.RemoteAddr().String())
 		return closedMalformed, true

@@ -3,7 +3,6 @@ package kafkawire
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -31,18 +30,26 @@ func (c *proxyConn) writeLoop() string {
 			return failed
 		}
 		c.p.metrics.inFlight.Dec()
-		if failed != "" {
-			continue
+		if failed == "" {
+			failed = c.writeOne(pd, &early)
 		}
-		if pd.local != nil {
-			failed = c.writeLocal(pd)
-		} else {
-			failed = c.streamUpstream(pd, &early)
-		}
-		if failed != "" {
-			c.closeBoth()
-		}
+		// Owed until written: the reader must not take a connection awaiting it for an idle one.
+		c.owedCount.Add(-1)
 	}
+}
+
+// writeOne writes one response owed, closing the pair if that fails.
+func (c *proxyConn) writeOne(pd owed, early **upstreamEvent) string {
+	var failed string
+	if pd.local != nil {
+		failed = c.writeLocal(pd)
+	} else {
+		failed = c.streamUpstream(pd, early)
+	}
+	if failed != "" {
+		c.closeBoth()
+	}
+	return failed
 }
 
 // nextPending takes the next response owed, flushing first if none is queued yet. While it waits
@@ -136,7 +143,7 @@ func (c *proxyConn) streamUpstream(pd owed, early **upstreamEvent) string {
 		err = c.rewriteAPIVersions(pd.version)
 	} else {
 		var n int64
-		n, err = io.CopyN(c.downW, c.upR, int64(size)+4)
+		n, err = copyFrame(c.downW, c.upR, int64(size)+4)
 		c.p.metrics.bytesFromUpstream.Add(float64(n))
 	}
 	if err != nil {

@@ -1,0 +1,100 @@
+package kafkawire
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// closedFor reads the proxy's count of connections closed for reason.
+func closedFor(p *Proxy, reason string) float64 {
+	return testutil.ToFloat64(p.metrics.connectionsClosed.WithLabelValues(reason))
+}
+
+// waitForClosed waits until the proxy has counted a connection closed for reason: it counts the
+// close once the connection's goroutines are done, just after the client sees it.
+func waitForClosed(t *testing.T, p *Proxy, reason string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitUntil(ctx, t, "a connection closed for "+reason, func() bool { return closedFor(p, reason) >= 1 })
+}
+
+// TestProxyClosesIdleConnections: a connection that sends nothing for the idle timeout is closed; one
+// awaiting an upstream answer slower than that is not idle, and gets its answer.
+func TestProxyClosesIdleConnections(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	up := startUpstream(t, func(_, _ int16, corrID int32, frame []byte) upstreamAnswer {
+		return upstreamAnswer{body: echoBody(corrID, frame), delay: 4 * idle}
+	})
+	p, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String(), IdleTimeout: idle})
+	silent, waiting := dialRaw(t, addr), dialRaw(t, addr)
+	if _, err := waiting.Write(rawFrame(1, 12, 7, nil)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, silent)
+	if corrID, _ := readResponse(t, waiting, false); corrID != 7 {
+		t.Fatalf("correlation id %d, want 7", corrID)
+	}
+	waitForClosed(t, p, closedIdle)
+}
+
+// TestProxyPeerThatStopsReading: a downstream that pipelines requests with large answers and never
+// reads them holds the proxy only for the idle timeout: its writes then fail and the pair is closed.
+func TestProxyPeerThatStopsReading(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	large := bytes.Repeat([]byte("x"), 1<<20)
+	up := startUpstream(t, func(_, _ int16, _ int32, _ []byte) upstreamAnswer { return upstreamAnswer{body: large} })
+	p, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String(), IdleTimeout: idle})
+	c := dialRaw(t, addr)
+	var requests []byte
+	for i := range int32(64) { // 64 MiB of answers: more than any socket buffers hold
+		requests = append(requests, rawFrame(1, 12, i, nil)...)
+	}
+	if _, err := c.Write(requests); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitUntil(ctx, t, "the connection that stopped reading to be closed", func() bool {
+		return closedFor(p, closedWriteError) == 1 && testutil.ToFloat64(p.metrics.connectionsOpen) == 0
+	})
+}
+
+// TestProxyRefusesSASLHandshakeV0: SaslHandshake v0, after which SASL tokens would follow without
+// request headers, closes the connection after the responses already owed; the upstream never sees
+// it. v1 is forwarded.
+func TestProxyRefusesSASLHandshakeV0(t *testing.T) {
+	up := startUpstream(t, func(_, _ int16, corrID int32, frame []byte) upstreamAnswer {
+		return upstreamAnswer{body: echoBody(corrID, frame)}
+	})
+	p, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
+	handshake := kmsg.NewPtrSASLHandshakeRequest()
+	handshake.Mechanism = "PLAIN"
+
+	v1 := dialRaw(t, addr)
+	if _, err := v1.Write(frameOf(handshake, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if corrID, _ := readResponse(t, v1, false); corrID != 1 {
+		t.Fatalf("SaslHandshake v1: correlation id %d, want 1", corrID)
+	}
+
+	v0 := dialRaw(t, addr)
+	if _, err := v0.Write(append(rawFrame(1, 12, 2, nil), frameOf(handshake, 0, 3)...)); err != nil {
+		t.Fatal(err)
+	}
+	if corrID, _ := readResponse(t, v0, false); corrID != 2 {
+		t.Fatalf("the Metadata before it: correlation id %d, want 2", corrID)
+	}
+	expectClosed(t, v0)
+	waitForClosed(t, p, closedSASLHandshakeV0)
+	if keys := up.receivedKeys(); slices.Equal(keys, []int16{keySASLHandshake, 1}) == false {
+		t.Errorf("the upstream received keys %v, want the v1 handshake and the Metadata only", keys)
+	}
+}
