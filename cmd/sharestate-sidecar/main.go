@@ -104,6 +104,11 @@ func parseFlags() *flags {
 
 func main() {
 	f := parseFlags()
+	if err := validateFlags(f.Config); err != nil {
+		// One line per problem, no stack trace; exit status 2, as the flag package's for a bad flag.
+		fmt.Fprintln(os.Stderr, "sharestate-sidecar: invalid flags:\n"+err.Error())
+		os.Exit(2)
+	}
 	log := zap.New(zap.UseFlagOptions(&f.zap))
 	ctrl.SetLogger(log)
 	f.Logger = log
