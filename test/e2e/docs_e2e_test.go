@@ -61,6 +61,10 @@ func TestDocumentedCommands(t *testing.T) {
 	t.Run("helm install, uninstall, install under another name", func(t *testing.T) {
 		sh.run(docBlock(t, readme, "helm-install"))
 		sh.run("helm status sharestate -n sharestate-system")
+		if rendered := sh.run(docBlock(t, chartReadme, "render-sidecar")); !strings.Contains(rendered, "initContainers:") ||
+			!strings.Contains(rendered, "serviceAccountName: kafka-broker") {
+			t.Fatalf("the rendered example holds no sidecar for the release's values:\n%s", rendered)
+		}
 		sh.run(docBlock(t, chartReadme, "uninstall"))
 		sh.run("kubectl get sharegroup " + sampleGroupName) // the kept CRDs kept the objects
 		again := strings.Replace(docBlock(t, chartReadme, "install"), "helm install sharestate ", "helm install sharestate-again ", 1)
