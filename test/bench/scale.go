@@ -172,7 +172,29 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 		}
 		res.levels = append(res.levels, level)
 	}
+	// Last, as it changes the cluster: the fence, and the raw updates that raise the same epochs again.
+	if res.fence, res.raw, err = s.fenceUnderLoad(ctx, scaleLoads[0]*res.capacityPerSecond); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// fenceUnderLoad runs the open loop at rate, deletes the victim broker's pod and times until the
+// operator has fenced every partition it led; then, the operator stopped (as the fence bench's
+// baseline runs without it), times raw status updates of the same partitions, the load still running.
+func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw time.Duration, err error) {
+	loop := startOpenLoop(ctx, rate, s.write)
+	defer loop.stopAndWait()
+	if !sleepUntil(ctx, time.Now().Add(s.cfg.Warmup)) {
+		return 0, 0, ctx.Err()
+	}
+	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
+	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
+		return 0, 0, err
+	}
+	s.operator.stop()
+	raw, err = s.rawUpdates(ctx, ns, victims)
+	return fence, raw, err
 }
 
 // setUp creates the partitions and starts the sidecars and the operator, and waits until the operator
@@ -307,8 +329,7 @@ func (s *scaleRun) countObserved(ctx context.Context) (int, error) {
 	}
 }
 
-// openLoopLevel runs the open loop at load times the capacity: a warm-up, the measured window, and,
-// at the first level, the victim broker's deletion with the load still running.
+// openLoopLevel runs the open loop at load times the capacity: a warm-up, then the measured window.
 func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load float64) (scaleLevel, error) {
 	level := scaleLevel{load: load}
 	rate := load * res.capacityPerSecond
@@ -332,12 +353,6 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	level.operatorRSS, level.sidecarRSS = s.sampleRSS()
 	level.operatorHeap = s.operatorHeapMB(ctx)
 	res.operatorRSS, res.sidecarRSS = max(res.operatorRSS, level.operatorRSS), max(res.sidecarRSS, level.sidecarRSS)
-	if load == scaleLoads[0] {
-		var err error
-		if res.fence, res.raw, err = s.fenceVictims(ctx); err != nil {
-			return level, err
-		}
-	}
 	loop.stopAndWait()
 	stopped = true
 	level.run = loop.window(from, to)
@@ -447,10 +462,8 @@ func (s *scaleRun) operatorHeapMB(ctx context.Context) float64 {
 }
 
 // fenceVictims deletes the victim broker's pod and times until the operator has fenced every
-// partition it led (watching them), then times raw status updates of the same partitions with as
-// many workers as the operator's fencing reconciler has: the baseline.
-func (s *scaleRun) fenceVictims(ctx context.Context) (fence, raw time.Duration, err error) {
-	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
+// partition it led, watching them.
+func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[string]bool) (time.Duration, error) {
 	fmt.Fprintf(s.log, "bench: scale-%d: deleting the broker pod that leads %d partitions, the load running\n", s.n, len(victims))
 	watchCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -464,7 +477,7 @@ func (s *scaleRun) fenceVictims(ctx context.Context) (fence, raw time.Duration, 
 		}
 		started <- start
 	}()
-	err = testenv.Follow(watchCtx, s.client, &sharestatev1.SharePartitionStateList{}, ns, func(ev watch.EventType, obj client.Object) bool {
+	err := testenv.Follow(watchCtx, s.client, &sharestatev1.SharePartitionStateList{}, ns, func(ev watch.EventType, obj client.Object) bool {
 		sps, ok := obj.(*sharestatev1.SharePartitionState)
 		if ok && ev != watch.Deleted && victims[sps.Name] && !fenced[sps.Name] && sps.Status.StateEpoch > benchEpoch {
 			fenced[sps.Name], last = true, time.Now()
@@ -473,11 +486,9 @@ func (s *scaleRun) fenceVictims(ctx context.Context) (fence, raw time.Duration, 
 	})
 	start := <-started
 	if err != nil {
-		return 0, 0, fmt.Errorf("%d of %d partitions fenced: %w", len(fenced), len(victims), err)
+		return 0, fmt.Errorf("%d of %d partitions fenced: %w", len(fenced), len(victims), err)
 	}
-	fence = last.Sub(start)
-	raw, err = s.rawUpdates(ctx, ns, victims)
-	return fence, raw, err
+	return last.Sub(start), nil
 }
 
 // rawUpdates raises the victims' state epochs with plain status updates, operator.DefaultMaxConcurrentReconciles
