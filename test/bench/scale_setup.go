@@ -82,8 +82,8 @@ type scaleCluster struct {
 	victim   *corev1.Pod
 }
 
-// createScaleCluster creates the namespaces, the Ready broker pods and every partition, initialized
-// and read (so led) by its broker, scaleSetupWorkers groups at a time.
+// createScaleCluster creates the namespaces, the Ready broker pods and every partition, initialized,
+// read (so led) by its broker and written to its steady state, scaleSetupWorkers groups at a time.
 func createScaleCluster(ctx context.Context, c client.Client, l scaleLayout) (*scaleCluster, error) {
 	sc := &scaleCluster{scaleLayout: l, loadPods: map[string]*corev1.Pod{}}
 	persisters := map[string]*persister.Persister{}
@@ -131,8 +131,8 @@ func readyBroker(ctx context.Context, c client.Client, ns, name string, id int32
 	return pod, p, err
 }
 
-// initializeGroup initializes the group's partitions at state epoch benchEpoch and reads them at
-// leader epoch benchEpoch, which records p's broker as their leader.
+// initializeGroup initializes the group's partitions at state epoch benchEpoch, reads them at leader
+// epoch benchEpoch, which records p's broker as their leader, and writes their steady state.
 func initializeGroup(ctx context.Context, p *persister.Persister, g scaleGroup) error {
 	topic, err := sharestate.ParseTopicID(topicIDText)
 	if err != nil {
@@ -157,7 +157,35 @@ func initializeGroup(ctx context.Context, p *persister.Persister, g scaleGroup) 
 			return fmt.Errorf("%s/%s partition %d: state epoch %d, want %d", g.namespace, g.id, r.Partition, r.StateEpoch, benchEpoch)
 		}
 	}
+	state := steadyState()
+	writeReq := sharestate.WriteRequest{GroupID: g.id, Topics: []sharestate.TopicData[sharestate.WritePartition]{{TopicID: topic}}}
+	for i := range g.partitions {
+		writeReq.Topics[0].Partitions = append(writeReq.Topics[0].Partitions, sharestate.WritePartition{
+			Partition: int32(i), StateEpoch: benchEpoch, LeaderEpoch: benchEpoch,
+			StartOffset: state.startOffset, DeliveryCompleteCount: state.deliveryCompleteCount, StateBatches: state.batches})
+	}
+	if err := checkAnswers(p.Write(ctx, writeReq).Topics, g.partitions, resultOf); err != nil {
+		return fmt.Errorf("writing the state of %s/%s: %w", g.namespace, g.id, err)
+	}
 	return nil
+}
+
+// steadyStateRuns is how many writes' worth of state every partition holds before the clock starts:
+// as many runs of offsets as the start offset trails the newest by, and one. That is the state the
+// other scenarios' partitions settle at (about 63 batches, 1.9 KB of status): a cluster's partitions
+// carry their in-flight records all the time, and the caches' sizes depend on them.
+const steadyStateRuns = trailingOffsets/offsetsPerWrite + 1
+
+// steadyState is the state of steadyStateRuns writes of an offsetCursor, in one write.
+func steadyState() stateWrite {
+	cursor := &offsetCursor{}
+	var state stateWrite
+	for range steadyStateRuns {
+		w := cursor.next()
+		state.batches = append(state.batches, w.batches...)
+		state.startOffset, state.deliveryCompleteCount = w.startOffset, w.deliveryCompleteCount
+	}
+	return state
 }
 
 // loadTarget is a partition the write load goes to, through its namespace's sidecar.
@@ -176,7 +204,9 @@ func (l scaleLayout) loadTargets(stores map[string]sharestate.Store) []loadTarge
 			continue
 		}
 		for p := range g.partitions {
-			out = append(out, loadTarget{store: stores[g.namespace], group: g.id, partition: int32(p), cursor: &offsetCursor{}})
+			cursor := &offsetCursor{}
+			cursor.n.Store(steadyStateRuns) // the load goes on from the state the setup wrote
+			out = append(out, loadTarget{store: stores[g.namespace], group: g.id, partition: int32(p), cursor: cursor})
 		}
 	}
 	return out

@@ -39,6 +39,20 @@ func TestScaleLayoutSpreadsPartitions(t *testing.T) {
 	}
 }
 
+// Every partition starts from the state the other scenarios settle at, and the load goes on from it.
+func TestSteadyStateIsWhereTheLoadGoesOn(t *testing.T) {
+	state := steadyState()
+	if int64(len(state.batches)) != 3*steadyStateRuns || state.startOffset != baseOffset || state.batches[0].FirstOffset != baseOffset {
+		t.Fatalf("%d batches from offset %d, start offset %d; want %d from %d", len(state.batches), state.batches[0].FirstOffset,
+			state.startOffset, 3*steadyStateRuns, baseOffset)
+	}
+	newest := state.batches[len(state.batches)-1].LastOffset
+	next := newScaleLayout(50).loadTargets(nil)[0].cursor.next()
+	if next.batches[0].FirstOffset != newest+1 {
+		t.Fatalf("the load's first write starts at offset %d, want %d", next.batches[0].FirstOffset, newest+1)
+	}
+}
+
 func TestParseScaleSizes(t *testing.T) {
 	if got, err := ParseScaleSizes("1000, 5000,10000"); err != nil || len(got) != 3 || got[2] != 10000 {
 		t.Fatalf("%v, %v", got, err)
