@@ -114,6 +114,7 @@ func runScaleSize(ctx context.Context, cfg Config, bins binaries, n int, log io.
 	fmt.Fprintf(log, "bench: scale-%d: starting a control plane; logs in %s\n", n, dir)
 	env, err := testenv.Start()
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	defer func() { _ = env.Stop() }()
@@ -140,6 +141,7 @@ type scaleRun struct {
 	apiserver int
 	operator  *child
 	sidecars  []*child
+	clients   []*kafkawire.Client // of the sidecars
 	write     writeFunc
 
 	operatorMetrics string // address of the operator's metrics, plain HTTP
@@ -151,8 +153,11 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 	}
 	res := &scaleResult{partitions: s.n, fenced: s.cluster.victims, sidecarCacheBoundMB: float64(persister.DefaultMaxCacheBytes) / (1 << 20)}
 	lone, err := measure(ctx, []writeFunc{s.write}, window{warmup: s.cfg.Warmup / 2, duration: s.cfg.Duration / 2}, func(bool) {})
-	if err != nil || len(lone.latencies) == 0 {
-		return nil, fmt.Errorf("lone writes: %w (%v)", err, lone.firstErr)
+	if err != nil {
+		return nil, fmt.Errorf("lone writes: %w", err)
+	}
+	if len(lone.latencies) == 0 {
+		return nil, fmt.Errorf("lone writes: none succeeded: %v", lone.firstErr)
 	}
 	res.lonePercentile50 = percentile(lone.latencies, 0.5)
 	writers := make([]writeFunc, scaleCapacityWriters)
@@ -161,8 +166,11 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 	}
 	fmt.Fprintf(s.log, "bench: scale-%d: measuring the write capacity (%d writers, closed loop)\n", s.n, scaleCapacityWriters)
 	capacity, err := measure(ctx, writers, window{warmup: s.cfg.Warmup, duration: s.cfg.Duration}, func(bool) {})
-	if err != nil || capacity.failed > 0 || len(capacity.latencies) == 0 {
-		return nil, fmt.Errorf("capacity: %w (%d failed: %v)", err, capacity.failed, capacity.firstErr)
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	if capacity.failed > 0 || len(capacity.latencies) == 0 {
+		return nil, fmt.Errorf("capacity: %d writes failed, %d succeeded: %v", capacity.failed, len(capacity.latencies), capacity.firstErr)
 	}
 	res.capacityPerSecond = float64(len(capacity.latencies)) / capacity.elapsed.Seconds()
 	for _, load := range scaleLoads {
@@ -260,7 +268,12 @@ func (s *scaleRun) startSidecar(ctx context.Context, kubeconfig, ns string) (sha
 		return nil, err
 	}
 	s.sidecars = append(s.sidecars, sidecar)
-	return kafkawire.NewClient(kafkawire.ClientOptions{Address: listen})
+	wire, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: listen})
+	if err != nil {
+		return nil, err
+	}
+	s.clients = append(s.clients, wire)
+	return wire, nil
 }
 
 // startOperator runs the operator with its production defaults (its health probes moved off :8081).
@@ -280,7 +293,11 @@ func (s *scaleRun) startOperator(ctx context.Context, kubeconfig string) error {
 	return err
 }
 
+// stopChildren closes the clients of the sidecars and stops the processes the run started.
 func (s *scaleRun) stopChildren() {
+	for _, c := range s.clients {
+		_ = c.Close()
+	}
 	if s.operator != nil {
 		s.operator.stop()
 	}
@@ -336,12 +353,7 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	fmt.Fprintf(s.log, "bench: scale-%d: open loop at %.0f%% of %.0f writes/s: %s warm-up, then %s measured\n",
 		s.n, 100*load, res.capacityPerSecond, s.cfg.Warmup, s.cfg.Duration)
 	loop := startOpenLoop(ctx, rate, s.write)
-	stopped := false
-	defer func() {
-		if !stopped {
-			loop.stopAndWait()
-		}
-	}()
+	defer loop.stopAndWait()
 	if !sleepUntil(ctx, time.Now().Add(s.cfg.Warmup)) {
 		return level, ctx.Err()
 	}
@@ -353,8 +365,7 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	level.operatorRSS, level.sidecarRSS = s.sampleRSS()
 	level.operatorHeap = s.operatorHeapMB(ctx)
 	res.operatorRSS, res.sidecarRSS = max(res.operatorRSS, level.operatorRSS), max(res.sidecarRSS, level.sidecarRSS)
-	loop.stopAndWait()
-	stopped = true
+	loop.stopAndWait() // the window's writes have their answers
 	level.run = loop.window(from, to)
 	writes := level.run.achievedPerSecond * level.run.seconds
 	if writes == 0 {

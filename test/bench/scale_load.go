@@ -17,9 +17,10 @@ type openLoop struct {
 	maxInFlight int
 	write       writeFunc
 
-	begin time.Time
-	stop  chan struct{}
-	done  chan struct{}
+	begin    time.Time
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 
 	mu      sync.Mutex
 	arrived []openWrite
@@ -110,9 +111,9 @@ func (l *openLoop) finish(i int, failed bool) {
 // now is the time since the loop began: the unit of a window's edges.
 func (l *openLoop) now() time.Duration { return time.Since(l.begin) }
 
-// stopAndWait ends the arrivals and waits for the writes outstanding.
+// stopAndWait ends the arrivals and waits for the writes outstanding. Calling it again waits again.
 func (l *openLoop) stopAndWait() {
-	close(l.stop)
+	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.done
 }
 
