@@ -31,20 +31,20 @@ func SlimPartitionState(obj any) (any, error) {
 		return obj, nil
 	}
 	sps.ManagedFields = nil
+	// The API server's copy has no such annotation, unless someone set it by hand: it is not the count.
+	delete(sps.Annotations, cachedInFlightAnnotation)
 	if len(sps.Status.StateBatches) == 0 {
 		return sps, nil
 	}
-	annotations := make(map[string]string, len(sps.Annotations)+1)
-	for k, v := range sps.Annotations {
-		annotations[k] = v
+	if sps.Annotations == nil {
+		sps.Annotations = map[string]string{}
 	}
 	if batches, err := persister.StoredBatches(&sps.Status); err == nil {
-		annotations[cachedInFlightAnnotation] = strconv.FormatInt(sharestate.InFlightRecords(batches), 10)
+		sps.Annotations[cachedInFlightAnnotation] = strconv.FormatInt(sharestate.InFlightRecords(batches), 10)
 	} else {
 		// Corrupt batches count no in-flight records, as a live read's would (inFlight).
-		annotations[cachedInFlightAnnotation] = "0"
+		sps.Annotations[cachedInFlightAnnotation] = "0"
 	}
-	sps.Annotations = annotations
 	sps.Status.StateBatches = nil
 	return sps, nil
 }

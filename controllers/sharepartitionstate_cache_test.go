@@ -49,6 +49,14 @@ func TestSlimPartitionStateKeepsWhatTheOperatorReads(t *testing.T) {
 	if got := inFlight(slimmed.(*sharestatev1.SharePartitionState)); got != 0 {
 		t.Fatalf("corrupt batches count %d in-flight records, want 0", got)
 	}
+	// An annotation of that name set by hand on a partition without batches is not taken for the count.
+	forged := full.DeepCopy()
+	forged.Status.StateBatches = nil
+	forged.Annotations[cachedInFlightAnnotation] = "1000"
+	slimmed, _ = SlimPartitionState(forged)
+	if got := inFlight(slimmed.(*sharestatev1.SharePartitionState)); got != 0 {
+		t.Fatalf("a partition without batches counts %d in-flight records, want 0", got)
+	}
 	if other, _ := SlimPartitionState("not a partition"); other != "not a partition" {
 		t.Fatalf("another object was changed to %v", other)
 	}
