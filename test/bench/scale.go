@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -157,7 +158,7 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 		return nil, fmt.Errorf("lone writes: %w", err)
 	}
 	if len(lone.latencies) == 0 {
-		return nil, fmt.Errorf("lone writes: none succeeded: %v", lone.firstErr)
+		return nil, errors.Join(errors.New("lone writes: none succeeded in the window"), lone.firstErr)
 	}
 	res.lonePercentile50 = percentile(lone.latencies, 0.5)
 	writers := make([]writeFunc, scaleCapacityWriters)
@@ -170,7 +171,7 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
 	if capacity.failed > 0 || len(capacity.latencies) == 0 {
-		return nil, fmt.Errorf("capacity: %d writes failed, %d succeeded: %v", capacity.failed, len(capacity.latencies), capacity.firstErr)
+		return nil, errors.Join(fmt.Errorf("capacity: %d writes failed, %d succeeded", capacity.failed, len(capacity.latencies)), capacity.firstErr)
 	}
 	res.capacityPerSecond = float64(len(capacity.latencies)) / capacity.elapsed.Seconds()
 	for _, load := range scaleLoads {
@@ -316,7 +317,7 @@ func (s *scaleRun) waitObserved(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the operator saw %d of %d partitions' leaders (%v); its log is in %s", seen, s.n, err, s.dir)
+			return errors.Join(fmt.Errorf("the operator saw %d of %d partitions' leaders; its log is in %s", seen, s.n, s.dir), err)
 		}
 		select {
 		case <-ctx.Done():

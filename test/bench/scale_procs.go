@@ -73,7 +73,7 @@ func startChild(ctx context.Context, dir, name, path string, args, env []string,
 	for !ready() {
 		select {
 		case <-c.exited:
-			return nil, fmt.Errorf("%s exited (%v) before it was ready; its log is %s", name, c.err, log.Name())
+			return nil, errors.Join(fmt.Errorf("%s exited before it was ready (its log is %s)", name, log.Name()), c.err)
 		case <-ctx.Done():
 			c.stop()
 			return nil, ctx.Err()

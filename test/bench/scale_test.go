@@ -69,7 +69,7 @@ func TestParseScaleSizes(t *testing.T) {
 func TestOpenLoopCountsLatencyFromArrival(t *testing.T) {
 	release := make(chan struct{})
 	var calls atomic.Int64
-	write := func(ctx context.Context) error {
+	write := func(context.Context) error {
 		if calls.Add(1) == 1 {
 			<-release // the first write is slow
 		}
