@@ -14,7 +14,7 @@ import (
 func TestScaleScenarioEndToEnd(t *testing.T) {
 	testenv.Require(t, env) // the scenario starts its own control plane; -short skips it as well
 	var out, log strings.Builder
-	cfg := Config{Warmup: 300 * time.Millisecond, Duration: time.Second, ScaleSizes: []int{50}}
+	cfg := Config{Warmup: 500 * time.Millisecond, Duration: 2 * time.Second, ScaleSizes: []int{50}} // windows long enough that a stall of the loaded machine does not empty one
 	if err := runScale(t.Context(), cfg, &out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
