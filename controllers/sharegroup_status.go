@@ -7,9 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/pkg/sharestate"
-
-	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
 // aggregate computes a group's status from its share-partitions as observed: the counts, totals and
@@ -43,16 +40,6 @@ func aggregate(sg *sharestatev1.ShareGroup, partitions []sharestatev1.ShareParti
 	meta.SetStatusCondition(&status.Conditions, fencedCondition(sg, status))
 	status.ObservedGeneration = sg.Generation
 	return status
-}
-
-// inFlight counts a partition's not-yet-complete offsets; a state whose batches do not decode counts
-// none (the persister reports it, and the partition's own status shows it).
-func inFlight(p *sharestatev1.SharePartitionState) int64 {
-	batches, err := persister.StoredBatches(&p.Status)
-	if err != nil {
-		return 0
-	}
-	return sharestate.InFlightRecords(batches)
 }
 
 func readyCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatus) metav1.Condition {

@@ -11,8 +11,11 @@ import (
 
 // partitionLeadershipChanged passes a SharePartitionState update only when the leader, the epochs,
 // the initialization or the spec changed: the persister's ordinary writes (batches, start offset,
-// write time) do not change whether the partition must be fenced, and would otherwise reconcile it on
-// every acknowledgement.
+// delivery-complete count, write time and count) do not change whether the partition must be fenced,
+// and would otherwise reconcile it on every acknowledgement. The leader epoch stays in: the leader
+// change event reports it, and the persister raises it only with a new leader recorded. The operator's
+// own writes (conditions, observedGeneration) pass only when they fence. The group's totals, which do
+// follow every write, are refreshed on a timer (ShareGroupReconciler.TotalsRefresh) instead.
 func partitionLeadershipChanged() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {

@@ -25,7 +25,8 @@ func main() {
 	flags.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured window of each scenario")
 	flags.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured warm-up before each scenario's window")
 	flags.StringVar(&scenarios, "scenarios", "",
-		"comma-separated scenarios to run, in that order (default all): "+strings.Join(bench.ScenarioNames(), ","))
+		"comma-separated scenarios to run, in that order (default all): "+strings.Join(bench.ScenarioNames(), ",")+
+			"; "+bench.ScaleScenario+" (run first, and only when named) adds the scale scenarios")
 	flags.IntVar(&cfg.Rounds, "rounds", 1, "measure each scenario this many times, round robin over the scenarios, and merge the windows")
 	flags.BoolVar(&cfg.JSON, "json", false, "print the report as JSON instead of lines and tables")
 	flags.StringVar(&cfg.ProfileDir, "profile-dir", "",
@@ -33,6 +34,8 @@ func main() {
 	flags.IntVar(&cfg.FencePartitions, "fence-partitions", 1000,
 		"partitions of the fence scenario (one broker pod leads them all; its deletion is timed); 0 skips it")
 	flags.IntVar(&cfg.FenceWorkers, "fence-workers", operator.DefaultMaxConcurrentReconciles, "the operator's fencing workers in the fence scenario")
+	flags.Func("scale-sizes", fmt.Sprintf("partition counts of the %q scenarios, comma-separated (default %v)", bench.ScaleScenario, bench.DefaultScaleSizes),
+		func(v string) (err error) { cfg.ScaleSizes, err = bench.ParseScaleSizes(v); return err })
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	if scenarios != "" {
 		cfg.Scenarios = strings.Split(scenarios, ",")

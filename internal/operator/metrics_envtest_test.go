@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sharestate/sharestate-operator/internal/operator"
@@ -18,10 +19,11 @@ import (
 )
 
 // env is the control plane the tests share (nil with -short), with the operator's manager running on
-// it, serving its metrics securely (its default) on metricsAddr.
+// it, serving its metrics securely (its default) on metricsAddr; operatorCache is its manager's cache.
 var (
-	env         *testenv.Env
-	metricsAddr string
+	env           *testenv.Env
+	metricsAddr   string
+	operatorCache cache.Cache
 )
 
 func TestMain(m *testing.M) {
@@ -49,6 +51,7 @@ func startOperator(e *testenv.Env) func() {
 	if err != nil {
 		panic(err)
 	}
+	operatorCache = mgr.GetCache()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	return func() {

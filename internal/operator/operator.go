@@ -150,12 +150,18 @@ func metricsOptions(opts Options) metricsserver.Options {
 	return m
 }
 
-// cacheOptions scopes the cache to the watched namespaces and keeps only what the fencing decision
-// reads of a pod (identity, deletion, phase, readiness): broker pods' specs are large and unused.
+// cacheOptions scopes the cache to the watched namespaces and keeps only what the reconcilers read:
+// of a pod, what the fencing decision reads (identity, deletion, phase, readiness), since broker pods'
+// specs are large and unused; of a SharePartitionState, everything but its state batches, which are
+// most of the object and change on every write (controllers.SlimPartitionState). The operator's memory
+// then grows with the number of partitions, not with the size of their state.
 func cacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                       {Transform: slimPod},
+			&sharestatev1.SharePartitionState{}: {Transform: controllers.SlimPartitionState},
+		},
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

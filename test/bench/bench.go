@@ -37,6 +37,9 @@ type Config struct {
 	FencePartitions int
 	// FenceWorkers is the operator's fencing workers in that scenario (and the baseline's).
 	FenceWorkers int
+	// ScaleSizes are the partition counts of the scale scenarios, which run only when Scenarios names
+	// ScaleScenario (default DefaultScaleSizes).
+	ScaleSizes []int
 }
 
 // Report is a whole run: its results and the targets checked against them.
@@ -59,6 +62,15 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 	selected, err := cfg.selected()
 	if err != nil {
 		return err
+	}
+	if slices.Contains(cfg.Scenarios, ScaleScenario) {
+		// The scale scenarios start control planes of their own, one per size.
+		if err := runScale(ctx, cfg, out, log); err != nil {
+			return err
+		}
+		if len(selected) == 0 {
+			return ctx.Err()
+		}
 	}
 	fmt.Fprintln(log, "bench: starting a control plane (kube-apiserver and etcd)")
 	env, err := testenv.Start()
@@ -142,6 +154,9 @@ func (cfg Config) selected() ([]scenario, error) {
 	}
 	var out []scenario
 	for _, name := range cfg.Scenarios {
+		if name == ScaleScenario {
+			continue // run by runScale
+		}
 		i := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == name })
 		switch {
 		case i < 0:

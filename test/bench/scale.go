@@ -1,0 +1,564 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/operator"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
+)
+
+// ScaleScenario is the name that selects the scale scenarios (`-scenarios scale`): for each of
+// Config.ScaleSizes, a control plane of its own with that many initialized share-partitions, the
+// operator and one sidecar per namespace as processes of their own, and an open-loop write load.
+const ScaleScenario = "scale"
+
+// DefaultScaleSizes are the partition counts of the scale scenarios.
+var DefaultScaleSizes = []int{1000, 5000, 10000}
+
+// The load levels, as fractions of the write capacity measured in the same run.
+var scaleLoads = []float64{0.5, 0.8}
+
+// scaleCapacityWriters is the closed loop that measures the write capacity: enough concurrent writes
+// to keep the sidecars and the API server busy.
+const scaleCapacityWriters = 64
+
+// ParseScaleSizes reads a comma-separated list of partition counts.
+func ParseScaleSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 8 {
+			return nil, fmt.Errorf("scale size %q: want a whole number of partitions, at least 8", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// runScale runs the scale scenario of every size and prints their lines and targets to out.
+func runScale(ctx context.Context, cfg Config, out, log io.Writer) error {
+	dir, err := os.MkdirTemp("", "sharestate-scale-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	fmt.Fprintln(log, "bench: scale: building the operator and the sidecar")
+	bins, err := buildBinaries(ctx, dir)
+	if err != nil {
+		return err
+	}
+	sizes := cfg.ScaleSizes
+	if len(sizes) == 0 {
+		sizes = DefaultScaleSizes
+	}
+	for _, n := range sizes {
+		res, err := runScaleSize(ctx, cfg, bins, n, log)
+		if err != nil {
+			return fmt.Errorf("scale-%d: %w", n, err)
+		}
+		fmt.Fprintln(out)
+		for _, l := range res.levels {
+			fmt.Fprintln(out, res.line(l))
+		}
+		fmt.Fprintln(out, res.verdicts())
+	}
+	return nil
+}
+
+// scaleResult is one size's measurement.
+type scaleResult struct {
+	partitions, fenced      int
+	lonePercentile50        time.Duration
+	capacityPerSecond       float64
+	levels                  []scaleLevel
+	fence, raw              time.Duration
+	sidecarCacheBoundMB     float64
+	operatorRSS, sidecarRSS float64 // the largest seen, MB
+}
+
+// scaleLevel is the open loop at one fraction of the capacity.
+type scaleLevel struct {
+	load                                            float64
+	run                                             openResult
+	operatorMillisPerWrite, apiserverMillisPerWrite float64
+	operatorRSS, sidecarRSS                         float64 // MB at the window's end (the largest sidecar)
+	operatorHeap                                    float64 // MB of the operator's Go heap objects at the window's end
+	othersCores                                     float64
+}
+
+// runScaleSize sets up n partitions on a control plane of its own and measures them.
+func runScaleSize(ctx context.Context, cfg Config, bins binaries, n int, log io.Writer) (*scaleResult, error) {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("sharestate-scale-%d-", n))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "bench: scale-%d: starting a control plane; logs in %s\n", n, dir)
+	env, err := testenv.Start()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	defer func() { _ = env.Stop() }()
+	s := &scaleRun{cfg: cfg, bins: bins, dir: dir, log: log, n: n, env: env}
+	res, err := s.run(ctx)
+	s.stopChildren()
+	if err == nil {
+		_ = os.RemoveAll(dir) // the processes' logs are kept only when the run failed
+	}
+	return res, err
+}
+
+// scaleRun is one size being measured.
+type scaleRun struct {
+	cfg  Config
+	bins binaries
+	dir  string
+	log  io.Writer
+	n    int
+	env  *testenv.Env
+
+	client    client.WithWatch
+	cluster   *scaleCluster
+	apiserver int
+	operator  *child
+	sidecars  []*child
+	clients   []*kafkawire.Client // of the sidecars
+	write     writeFunc
+
+	operatorMetrics string // address of the operator's metrics, plain HTTP
+}
+
+func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
+	if err := s.setUp(ctx); err != nil {
+		return nil, err
+	}
+	res := &scaleResult{partitions: s.n, fenced: s.cluster.victims, sidecarCacheBoundMB: float64(persister.DefaultMaxCacheBytes) / (1 << 20)}
+	lone, err := measure(ctx, []writeFunc{s.write}, window{warmup: s.cfg.Warmup / 2, duration: s.cfg.Duration / 2}, func(bool) {})
+	if err != nil {
+		return nil, fmt.Errorf("lone writes: %w", err)
+	}
+	if len(lone.latencies) == 0 {
+		return nil, errors.Join(errors.New("lone writes: none succeeded in the window"), lone.firstErr)
+	}
+	res.lonePercentile50 = percentile(lone.latencies, 0.5)
+	writers := make([]writeFunc, scaleCapacityWriters)
+	for i := range writers {
+		writers[i] = s.write
+	}
+	fmt.Fprintf(s.log, "bench: scale-%d: measuring the write capacity (%d writers, closed loop)\n", s.n, scaleCapacityWriters)
+	capacity, err := measure(ctx, writers, window{warmup: s.cfg.Warmup, duration: s.cfg.Duration}, func(bool) {})
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	if capacity.failed > 0 || len(capacity.latencies) == 0 {
+		return nil, errors.Join(fmt.Errorf("capacity: %d writes failed, %d succeeded", capacity.failed, len(capacity.latencies)), capacity.firstErr)
+	}
+	res.capacityPerSecond = float64(len(capacity.latencies)) / capacity.elapsed.Seconds()
+	for _, load := range scaleLoads {
+		level, err := s.openLoopLevel(ctx, res, load)
+		if err != nil {
+			return nil, err
+		}
+		res.levels = append(res.levels, level)
+	}
+	// Last, as it changes the cluster: the fence, and the raw updates that raise the same epochs again.
+	if res.fence, res.raw, err = s.fenceUnderLoad(ctx, scaleLoads[0]*res.capacityPerSecond); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// fenceUnderLoad runs the open loop at rate, deletes the victim broker's pod and times until the
+// operator has fenced every partition it led; then, the operator stopped (as the fence bench's
+// baseline runs without it), times raw status updates of the same partitions, the load still running.
+func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw time.Duration, err error) {
+	loop := startOpenLoop(ctx, rate, s.write)
+	defer loop.stopAndWait()
+	if !sleepUntil(ctx, time.Now().Add(s.cfg.Warmup)) {
+		return 0, 0, ctx.Err()
+	}
+	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
+	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
+		return 0, 0, err
+	}
+	s.operator.stop()
+	raw, err = s.rawUpdates(ctx, ns, victims)
+	return fence, raw, err
+}
+
+// setUp creates the partitions and starts the sidecars and the operator, and waits until the operator
+// has seen every partition's leader alive.
+func (s *scaleRun) setUp(ctx context.Context) error {
+	cfg := rest.CopyConfig(s.env.Config)
+	cfg.QPS, cfg.Burst, cfg.Timeout = -1, -1, requestTimeout
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s.env.Scheme})
+	if err != nil {
+		return err
+	}
+	s.client = c
+	if s.apiserver, err = findAPIServer(s.env.Config); err != nil {
+		return err
+	}
+	layout := newScaleLayout(s.n)
+	fmt.Fprintf(s.log, "bench: scale-%d: creating %d partitions in %d groups over %d namespaces\n", s.n, s.n, len(layout.groups), len(layout.namespaces))
+	began := time.Now()
+	if s.cluster, err = createScaleCluster(ctx, c, layout); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.log, "bench: scale-%d: created in %s\n", s.n, time.Since(began).Round(time.Second))
+	kubeconfig, err := writeKubeconfig(s.dir, s.env.Config)
+	if err != nil {
+		return err
+	}
+	stores := map[string]sharestate.Store{}
+	for _, ns := range layout.namespaces {
+		store, err := s.startSidecar(ctx, kubeconfig, ns)
+		if err != nil {
+			return err
+		}
+		stores[ns] = store
+	}
+	s.write = roundRobinWrites(layout.loadTargets(stores))
+	if err := s.startOperator(ctx, kubeconfig); err != nil {
+		return err
+	}
+	began = time.Now()
+	if err := s.waitObserved(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.log, "bench: scale-%d: the operator saw every partition %s after it started\n", s.n, time.Since(began).Round(time.Second))
+	return nil
+}
+
+// startSidecar runs the load broker's sidecar of namespace ns with its production defaults.
+func (s *scaleRun) startSidecar(ctx context.Context, kubeconfig, ns string) (sharestate.Store, error) {
+	listen, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pod := s.cluster.loadPods[ns]
+	args := []string{"--kubeconfig=" + kubeconfig, "--namespace=" + ns, fmt.Sprintf("--broker-id=%d", loadBrokerID),
+		"--listen-address=" + listen, "--health-address=" + health, "--metrics-address=0"}
+	env := []string{"POD_NAME=" + pod.Name, "POD_UID=" + string(pod.UID)}
+	sidecar, err := startChild(ctx, s.dir, "sidecar-"+ns, s.bins.sidecar, args, env, healthy(health, "/readyz"))
+	if err != nil {
+		return nil, err
+	}
+	s.sidecars = append(s.sidecars, sidecar)
+	wire, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: listen})
+	if err != nil {
+		return nil, err
+	}
+	s.clients = append(s.clients, wire)
+	return wire, nil
+}
+
+// startOperator runs the operator with its production defaults (its health probes moved off :8081).
+func (s *scaleRun) startOperator(ctx context.Context, kubeconfig string) error {
+	health, err := freePort()
+	if err != nil {
+		return err
+	}
+	if s.operatorMetrics, err = freePort(); err != nil {
+		return err
+	}
+	// Metrics (off by default) are served only to read the Go heap's size: serving them costs nothing
+	// until they are scraped, once per window.
+	args := []string{"--kubeconfig=" + kubeconfig, "--health-probe-bind-address=" + health,
+		"--metrics-bind-address=" + s.operatorMetrics, "--metrics-secure=false"}
+	s.operator, err = startChild(ctx, s.dir, "operator", s.bins.operator, args, nil, healthy(health, "/readyz"))
+	return err
+}
+
+// stopChildren closes the clients of the sidecars and stops the processes the run started.
+func (s *scaleRun) stopChildren() {
+	for _, c := range s.clients {
+		_ = c.Close()
+	}
+	if s.operator != nil {
+		s.operator.stop()
+	}
+	for _, c := range s.sidecars {
+		c.stop()
+	}
+}
+
+// waitObserved waits until the operator has reported every partition's leader alive (its Fenced
+// condition, LeaderAlive), reading the partitions a page at a time.
+func (s *scaleRun) waitObserved(ctx context.Context) error {
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		seen, err := s.countObserved(ctx)
+		if err == nil && seen == s.n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(fmt.Errorf("the operator saw %d of %d partitions' leaders; its log is in %s", seen, s.n, s.dir), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func (s *scaleRun) countObserved(ctx context.Context) (int, error) {
+	seen := 0
+	opts := &client.ListOptions{Limit: 500}
+	for {
+		var page sharestatev1.SharePartitionStateList
+		if err := s.client.List(ctx, &page, opts); err != nil {
+			return seen, err
+		}
+		for i := range page.Items {
+			if c := meta.FindStatusCondition(page.Items[i].Status.Conditions, sharestatev1.ConditionFenced); c != nil && c.Reason == sharestatev1.ReasonLeaderAlive {
+				seen++
+			}
+		}
+		if page.Continue == "" {
+			return seen, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// openLoopLevel runs the open loop at load times the capacity: a warm-up, then the measured window.
+func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load float64) (scaleLevel, error) {
+	level := scaleLevel{load: load}
+	rate := load * res.capacityPerSecond
+	fmt.Fprintf(s.log, "bench: scale-%d: open loop at %.0f%% of %.0f writes/s: %s warm-up, then %s measured\n",
+		s.n, 100*load, res.capacityPerSecond, s.cfg.Warmup, s.cfg.Duration)
+	loop := startOpenLoop(ctx, rate, s.write)
+	defer loop.stopAndWait()
+	if !sleepUntil(ctx, time.Now().Add(s.cfg.Warmup)) {
+		return level, ctx.Err()
+	}
+	from, before := loop.now(), s.sampleCPU()
+	if !sleepUntil(ctx, time.Now().Add(s.cfg.Duration)) {
+		return level, ctx.Err()
+	}
+	to, after := loop.now(), s.sampleCPU()
+	level.operatorRSS, level.sidecarRSS = s.sampleRSS()
+	level.operatorHeap = s.operatorHeapMB(ctx)
+	res.operatorRSS, res.sidecarRSS = max(res.operatorRSS, level.operatorRSS), max(res.sidecarRSS, level.sidecarRSS)
+	loop.stopAndWait() // the window's writes have their answers
+	level.run = loop.window(from, to)
+	writes := level.run.achievedPerSecond * level.run.seconds
+	if writes == 0 {
+		return level, fmt.Errorf("no write succeeded in the window at %.0f%% load", 100*load)
+	}
+	used := after.minus(before)
+	level.operatorMillisPerWrite = used.operator * 1000 / writes
+	level.apiserverMillisPerWrite = used.apiserver * 1000 / writes
+	level.othersCores = used.others / level.run.seconds
+	return level, nil
+}
+
+// scaleCPU is CPU seconds used: by the operator, by the API server, and by the machine's processes
+// that are not this bench's (others: the noise).
+type scaleCPU struct {
+	operator, apiserver, others float64
+}
+
+func (a scaleCPU) minus(b scaleCPU) scaleCPU {
+	return scaleCPU{operator: a.operator - b.operator, apiserver: a.apiserver - b.apiserver, others: max(a.others-b.others, 0)}
+}
+
+// sampleCPU reads the CPU seconds used so far. others is the machine's busy time less this process's
+// and its children's (the control plane, the operator, the sidecars); NaN where /proc cannot be read.
+func (s *scaleRun) sampleCPU() scaleCPU {
+	seconds := func(pid int) float64 {
+		cpu, err := readCPU(pid)
+		if err != nil {
+			return math.NaN()
+		}
+		return cpu.Seconds()
+	}
+	out := scaleCPU{operator: seconds(s.operator.pid()), apiserver: seconds(s.apiserver), others: math.NaN()}
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return out
+	}
+	busy, err := parseMachineBusy(string(stat))
+	if err != nil {
+		return out
+	}
+	out.others = busy.Seconds() - seconds(os.Getpid()) - childrenCPU()
+	return out
+}
+
+// childrenCPU sums the CPU seconds of this process's children.
+func childrenCPU() float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return math.NaN()
+	}
+	self, total := os.Getpid(), 0.0
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if _, ppid, cpu, err := parseStat(string(stat)); err == nil && ppid == self {
+			total += cpu.Seconds()
+		}
+	}
+	return total
+}
+
+// sampleRSS reads the operator's resident memory and the largest sidecar's, in MB.
+func (s *scaleRun) sampleRSS() (operatorMB, sidecarMB float64) {
+	mb := func(pid int) float64 {
+		rss, err := readRSS(pid)
+		if err != nil {
+			return math.NaN()
+		}
+		return float64(rss) / (1 << 20)
+	}
+	operatorMB = mb(s.operator.pid())
+	for _, c := range s.sidecars {
+		sidecarMB = max(sidecarMB, mb(c.pid()))
+	}
+	return operatorMB, sidecarMB
+}
+
+// operatorHeapMB reads the operator's live Go heap (go_memstats_heap_alloc_bytes: objects reachable
+// or not yet swept) from its metrics, in MB; NaN when they cannot be read.
+func (s *scaleRun) operatorHeapMB(ctx context.Context) float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.operatorMetrics+"/metrics", nil)
+	if err != nil {
+		return math.NaN()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return math.NaN()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return math.NaN()
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
+			if bytes, err := strconv.ParseFloat(v, 64); err == nil {
+				return bytes / (1 << 20)
+			}
+		}
+	}
+	return math.NaN()
+}
+
+// fenceVictims deletes the victim broker's pod and times until the operator has fenced every
+// partition it led, watching them.
+func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[string]bool) (time.Duration, error) {
+	fmt.Fprintf(s.log, "bench: scale-%d: deleting the broker pod that leads %d partitions, the load running\n", s.n, len(victims))
+	watchCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	fenced := map[string]bool{}
+	var last time.Time
+	started := make(chan time.Time, 1)
+	go func() {
+		start := time.Now()
+		if err := s.client.Delete(ctx, s.cluster.victim); err != nil {
+			cancel()
+		}
+		started <- start
+	}()
+	err := testenv.Follow(watchCtx, s.client, &sharestatev1.SharePartitionStateList{}, ns, func(ev watch.EventType, obj client.Object) bool {
+		sps, ok := obj.(*sharestatev1.SharePartitionState)
+		if ok && ev != watch.Deleted && victims[sps.Name] && !fenced[sps.Name] && sps.Status.StateEpoch > benchEpoch {
+			fenced[sps.Name], last = true, time.Now()
+		}
+		return len(fenced) == len(victims)
+	})
+	start := <-started
+	if err != nil {
+		return 0, fmt.Errorf("%d of %d partitions fenced: %w", len(fenced), len(victims), err)
+	}
+	return last.Sub(start), nil
+}
+
+// rawUpdates raises the victims' state epochs with plain status updates, operator.DefaultMaxConcurrentReconciles
+// at a time, from objects read beforehand (as the operator's cache holds them).
+func (s *scaleRun) rawUpdates(ctx context.Context, ns string, victims map[string]bool) (time.Duration, error) {
+	var list sharestatev1.SharePartitionStateList
+	if err := s.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	var objs []*sharestatev1.SharePartitionState
+	for i := range list.Items {
+		if victims[list.Items[i].Name] {
+			objs = append(objs, &list.Items[i])
+		}
+	}
+	start := time.Now()
+	err := parallelDo(ctx, len(objs), operator.DefaultMaxConcurrentReconciles, func(i int) error {
+		objs[i].Status.StateEpoch++
+		return s.client.Status().Update(ctx, objs[i])
+	})
+	return time.Since(start), err
+}
+
+// line is one level's summary, as `make bench` prints it.
+func (r *scaleResult) line(l scaleLevel) string {
+	fence, raw := "-", "-"
+	if l.load == scaleLoads[0] {
+		fence, raw = fmt.Sprintf("%.3f", r.fence.Seconds()), fmt.Sprintf("%.3f", r.raw.Seconds())
+	}
+	line := fmt.Sprintf("scenario=scale-%d load=%.1f offered_per_s=%.1f achieved_per_s=%.1f p50_ms=%.2f p99_ms=%.2f "+
+		"operator_cpu_ms_per_write=%.4f operator_rss_mb=%.1f operator_heap_mb=%.1f sidecar_rss_mb=%.1f apiserver_cpu_ms_per_write=%.3f "+
+		"fence_1000_s=%s raw_1000_s=%s fenced=%d capacity_per_s=%.1f lone_p50_ms=%.2f others_cores=%.2f",
+		r.partitions, l.load, l.run.offeredPerSecond, l.run.achievedPerSecond,
+		millis(percentile(l.run.latencies, 0.5)), millis(percentile(l.run.latencies, 0.99)),
+		l.operatorMillisPerWrite, l.operatorRSS, l.operatorHeap, l.sidecarRSS, l.apiserverMillisPerWrite,
+		fence, raw, r.fenced, r.capacityPerSecond, millis(r.lonePercentile50), l.othersCores)
+	if l.run.failed > 0 || l.run.unfinished > 0 {
+		line += fmt.Sprintf(" failed_writes=%d unfinished_writes=%d", l.run.failed, l.run.unfinished)
+	}
+	return line
+}
+
+// verdicts checks the issue's targets on one size's measurement.
+func (r *scaleResult) verdicts() string {
+	half, busy := r.levels[0], r.levels[len(r.levels)-1]
+	cpuRatio := busy.operatorMillisPerWrite / busy.apiserverMillisPerWrite
+	rssBound := 64 + 2*float64(r.partitions)/1024
+	sidecarBound := r.sidecarCacheBoundMB + 64
+	latencyRatio := millis(percentile(half.run.latencies, 0.99)) / millis(r.lonePercentile50)
+	achieved := busy.run.achievedPerSecond / busy.run.offeredPerSecond
+	fenceRatio := r.fence.Seconds() / r.raw.Seconds()
+	checks := []string{
+		fmt.Sprintf("operator/apiserver CPU per write at %.0f%% %.3f (target <= 0.05): %s", 100*busy.load, cpuRatio, verdict(cpuRatio <= 0.05)),
+		fmt.Sprintf("operator RSS %.1f MB (target <= %.1f): %s", r.operatorRSS, rssBound, verdict(r.operatorRSS <= rssBound)),
+		fmt.Sprintf("sidecar RSS %.1f MB (target <= %.0f): %s", r.sidecarRSS, sidecarBound, verdict(r.sidecarRSS <= sidecarBound)),
+		fmt.Sprintf("p99 at %.0f%% / lone p50 %.2f (target <= 4): %s", 100*half.load, latencyRatio, verdict(latencyRatio <= 4)),
+		fmt.Sprintf("achieved/offered at %.0f%% %.3f (target >= 0.98): %s", 100*busy.load, achieved, verdict(achieved >= 0.98)),
+		fmt.Sprintf("fence/raw of %d partitions %.2f (target <= 1.5): %s", r.fenced, fenceRatio, verdict(fenceRatio <= 1.5)),
+	}
+	return fmt.Sprintf("scale-%d: %s", r.partitions, strings.Join(checks, "; "))
+}

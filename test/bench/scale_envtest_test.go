@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sharestate/sharestate-operator/test/testenv"
+)
+
+// TestScaleScenarioEndToEnd runs the scale scenario at a tiny size: its own control plane, the built
+// operator and sidecars, the open loop at both levels and the fence, and checks the lines it prints.
+func TestScaleScenarioEndToEnd(t *testing.T) {
+	testenv.Require(t, env) // the scenario starts its own control plane; -short skips it as well
+	var out, log strings.Builder
+	cfg := Config{Warmup: 500 * time.Millisecond, Duration: 2 * time.Second, ScaleSizes: []int{50}} // windows long enough that a stall of the loaded machine does not empty one
+	if err := runScale(t.Context(), cfg, &out, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var lines []map[string]string
+	verdicts := 0
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		switch {
+		case strings.HasPrefix(line, "scenario=scale-50 "):
+			lines = append(lines, keyValues(line))
+		case strings.HasPrefix(line, "scale-50: "):
+			verdicts++
+		}
+	}
+	if len(lines) != 2 || verdicts != 1 {
+		t.Fatalf("want two scenario lines and one line of targets:\n%s", out.String())
+	}
+	for i, want := range []string{"0.5", "0.8"} {
+		l := lines[i]
+		if l["load"] != want || l["failed_writes"] != "" || l["fenced"] != "10" {
+			t.Errorf("line %d: %v; want load %s, no failed writes, 10 partitions fenced", i, l, want)
+		}
+		for _, key := range []string{"offered_per_s", "achieved_per_s", "p50_ms", "operator_rss_mb", "sidecar_rss_mb", "apiserver_cpu_ms_per_write", "capacity_per_s", "lone_p50_ms"} {
+			if v, err := strconv.ParseFloat(l[key], 64); err != nil || v <= 0 {
+				t.Errorf("line %d: %s=%q, want a positive number", i, key, l[key])
+			}
+		}
+	}
+	if fence, err := strconv.ParseFloat(lines[0]["fence_1000_s"], 64); err != nil || fence <= 0 {
+		t.Errorf("fence_1000_s=%q, want a positive number", lines[0]["fence_1000_s"])
+	}
+}
+
+func keyValues(line string) map[string]string {
+	out := map[string]string{}
+	for _, f := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestScaleLayoutSpreadsPartitions(t *testing.T) {
+	for _, tt := range []struct {
+		n, groups, victims int
+	}{
+		{50, 10, 10},
+		{1000, 20, 250},
+		{10000, 200, 1000},
+		{10001, 201, 1000},
+	} {
+		l := newScaleLayout(tt.n)
+		total, perNamespace := 0, map[string]int{}
+		for _, g := range l.groups {
+			total += g.partitions
+			perNamespace[g.namespace] += g.partitions
+			if g.victim && g.namespace != l.namespaces[0] {
+				t.Errorf("n=%d: victim group %s in %s, want all in %s", tt.n, g.id, g.namespace, l.namespaces[0])
+			}
+		}
+		if total != tt.n || len(l.groups) != tt.groups || l.victims != tt.victims || len(l.victimNames()) != tt.victims {
+			t.Errorf("n=%d: %d partitions in %d groups, %d victims (%d names); want %d groups, %d victims",
+				tt.n, total, len(l.groups), l.victims, len(l.victimNames()), tt.groups, tt.victims)
+		}
+		if len(perNamespace) != scaleNamespaces {
+			t.Errorf("n=%d: partitions in %d namespaces, want %d", tt.n, len(perNamespace), scaleNamespaces)
+		}
+		if got := len(l.loadTargets(nil)); got != tt.n-tt.victims {
+			t.Errorf("n=%d: %d load targets, want %d", tt.n, got, tt.n-tt.victims)
+		}
+	}
+}
+
+// Every partition starts from the state the other scenarios settle at, and the load goes on from it.
+func TestSteadyStateIsWhereTheLoadGoesOn(t *testing.T) {
+	state := steadyState()
+	if int64(len(state.batches)) != 3*steadyStateRuns || state.startOffset != baseOffset || state.batches[0].FirstOffset != baseOffset {
+		t.Fatalf("%d batches from offset %d, start offset %d; want %d from %d", len(state.batches), state.batches[0].FirstOffset,
+			state.startOffset, 3*steadyStateRuns, baseOffset)
+	}
+	newest := state.batches[len(state.batches)-1].LastOffset
+	next := newScaleLayout(50).loadTargets(nil)[0].cursor.next()
+	if next.batches[0].FirstOffset != newest+1 {
+		t.Fatalf("the load's first write starts at offset %d, want %d", next.batches[0].FirstOffset, newest+1)
+	}
+}
+
+func TestParseScaleSizes(t *testing.T) {
+	if got, err := ParseScaleSizes("1000, 5000,10000"); err != nil || len(got) != 3 || got[2] != 10000 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1000,", "ten", "4"} {
+		if _, err := ParseScaleSizes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// An open loop counts latency from the scheduled arrival: writes held up behind a slow one (one
+// slot) carry the wait in their latency, and the arrivals keep coming.
+func TestOpenLoopCountsLatencyFromArrival(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int64
+	write := func(context.Context) error {
+		if calls.Add(1) == 1 {
+			<-release // the first write is slow
+		}
+		if calls.Load() == 3 {
+			return errors.New("refused")
+		}
+		return nil
+	}
+	l := &openLoop{rate: 100, maxInFlight: 1, write: write, begin: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.run(t.Context())
+	const hold = 200 * time.Millisecond
+	time.Sleep(hold)
+	close(release)
+	for calls.Load() < 5 {
+		time.Sleep(time.Millisecond)
+	}
+	l.stopAndWait()
+	res := l.window(0, l.now()+time.Second)
+	if len(res.latencies) < 3 || res.failed != 1 || res.unfinished != 0 {
+		t.Fatalf("%d latencies, %d failed, %d unfinished", len(res.latencies), res.failed, res.unfinished)
+	}
+	// The second arrival was due at 10 ms and could only be sent once the first finished, after hold.
+	for i, w := range l.arrived[:2] {
+		if latency := w.finished - w.scheduled; latency < hold-10*time.Millisecond {
+			t.Errorf("write %d: latency %s, want at least %s", i, latency, hold-10*time.Millisecond)
+		}
+	}
+	if res.offeredPerSecond <= 0 || res.achievedPerSecond <= 0 {
+		t.Errorf("offered %.1f/s, achieved %.1f/s", res.offeredPerSecond, res.achievedPerSecond)
+	}
+}
