@@ -196,15 +196,24 @@ func (b *background) interrupt(timeout time.Duration) error {
 	}
 }
 
-// kill ends the command's session if it still runs.
+// kill ends the command if it still runs (a test that failed half-way): first as a person would, with
+// Ctrl-C, so that make run stops the control plane it started (its processes run in process groups of
+// their own, which a kill of this one would leave behind), then with SIGKILL.
 func (b *background) kill() {
 	select {
 	case err := <-b.done:
 		b.done <- err
+		return
 	default:
-		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
-		err := <-b.done
+	}
+	if b.interrupt(time.Minute) == nil {
+		return
+	}
+	_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case err := <-b.done:
 		b.done <- err
+	case <-time.After(10 * time.Second):
 	}
 }
 
