@@ -262,7 +262,7 @@ func (s *scaleRun) startSidecar(ctx context.Context, kubeconfig, ns string) (sha
 	}
 	pod := s.cluster.loadPods[ns]
 	args := []string{"--kubeconfig=" + kubeconfig, "--namespace=" + ns, fmt.Sprintf("--broker-id=%d", loadBrokerID),
-		"--listen-address=" + listen, "--health-address=" + health, "--metrics-address=0"}
+		"--listen-address=" + listen, "--health-probe-bind-address=" + health, "--metrics-bind-address=0"}
 	env := []string{"POD_NAME=" + pod.Name, "POD_UID=" + string(pod.UID)}
 	sidecar, err := startChild(ctx, s.dir, "sidecar-"+ns, s.bins.sidecar, args, env, healthy(health, "/readyz"))
 	if err != nil {
