@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"pkg/sharestate/kafkawire", "pkg/sharestate/leader"},
 	{"pkg/sharestate/persister"},
 	{"controllers", "internal/metricsauth"},
-	{"internal/operator", "internal/sidecar", "internal/plugin"},
+	{"internal/operator", "internal/sidecar", "internal/plugin", "internal/kubeconfig"},
 	{"cmd/", "hack/", "test/"},
 }
 
