@@ -10,8 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
@@ -24,7 +22,7 @@ import (
 func TestSamplesApplyAsOneGroupWithOnePartition(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
-	apply := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", writeKubeconfig(t),
+	apply := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", testenv.AdminKubeconfig(t, env.Config),
 		"apply", "-n", ns, "-k", filepath.Join(testenv.RepoRoot(), "config", "samples"))
 	if out, err := apply.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply -k config/samples: %v\n%s", err, out)
@@ -50,20 +48,4 @@ func TestSamplesApplyAsOneGroupWithOnePartition(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// writeKubeconfig writes a kubeconfig for the control plane's admin user.
-func writeKubeconfig(t *testing.T) string {
-	t.Helper()
-	c := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

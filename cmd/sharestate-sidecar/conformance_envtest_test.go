@@ -399,7 +399,7 @@ func TestUnreachableAPIServer(t *testing.T) {
 	testenv.Require(t, env)
 	cfg := *env.Config
 	cfg.Host = "https://127.0.0.1:1" // nothing listens there
-	s := startSidecar(t, "unreachable", sidecarOptions{kubeconfig: adminKubeconfig(t, &cfg), notReady: true, args: []string{"--operation-timeout=1s", "--request-timeout=2s"}})
+	s := startSidecar(t, "unreachable", sidecarOptions{kubeconfig: testenv.AdminKubeconfig(t, &cfg), notReady: true, args: []string{"--operation-timeout=1s", "--request-timeout=2s"}})
 	if got := s.probe("/readyz"); got != 503 {
 		t.Fatalf("/readyz answered %d with the API server out of reach, want 503", got)
 	}

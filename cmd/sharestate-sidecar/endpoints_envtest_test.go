@@ -96,7 +96,7 @@ func TestReadyzDoesNotNameTheAPIServer(t *testing.T) {
 	testenv.Require(t, env)
 	cfg := *env.Config
 	cfg.Host = "https://127.0.0.1:1" // nothing listens there
-	s := startSidecar(t, "unreachable", sidecarOptions{kubeconfig: adminKubeconfig(t, &cfg), notReady: true})
+	s := startSidecar(t, "unreachable", sidecarOptions{kubeconfig: testenv.AdminKubeconfig(t, &cfg), notReady: true})
 	resp, err := http.Get("http://" + s.health + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func runSidecarToExit(t *testing.T, ns string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sidecarBinary(t), append([]string{
-		"--listen-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t), "--kubeconfig=" + adminKubeconfig(t, env.Config),
+		"--listen-address=" + freeAddr(t), "--health-probe-bind-address=" + freeAddr(t), "--kubeconfig=" + testenv.AdminKubeconfig(t, env.Config),
 		"--namespace=" + ns, "--broker-id=1", "--pod-name=broker-1",
 	}, args...)...)
 	out, err := cmd.CombinedOutput()

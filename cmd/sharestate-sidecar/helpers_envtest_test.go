@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -24,8 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -38,26 +35,9 @@ import (
 type sidecar struct {
 	addr, health, metrics string
 	cmd                   *exec.Cmd
-	logs                  *syncBuffer
+	logs                  *testenv.SyncBuffer
 	exited                chan struct{} // closed when the process has exited, with exitErr set
 	exitErr               error
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // sidecarOptions shape a sidecar for a test.
@@ -79,7 +59,7 @@ func startSidecar(t testing.TB, ns string, opts sidecarOptions) *sidecar {
 	if opts.brokerID == 0 {
 		opts.brokerID = 1
 	}
-	s := &sidecar{addr: freeAddr(t), health: freeAddr(t), metrics: freeAddr(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	s := &sidecar{addr: freeAddr(t), health: freeAddr(t), metrics: freeAddr(t), logs: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{
 		"--listen-address=" + s.addr, "--health-probe-bind-address=" + s.health, "--metrics-bind-address=" + s.metrics, "--metrics-secure=false",
 		"--kubeconfig=" + opts.kubeconfig, "--namespace=" + ns, fmt.Sprintf("--broker-id=%d", opts.brokerID),
@@ -240,7 +220,7 @@ func sidecarKubeconfig(t testing.TB, ns string) string {
 	if err != nil {
 		t.Fatalf("creating a token for the sidecar's service account: %v", err)
 	}
-	return writeKubeconfig(t, env.Config, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+	return testenv.WriteKubeconfig(t, env.Config, &clientcmdapi.AuthInfo{Token: token.Status.Token})
 }
 
 var roleOnce sync.Once
@@ -266,27 +246,6 @@ func ensureSidecarRole(t testing.TB) {
 	if err != nil {
 		t.Fatalf("creating the sidecar's ClusterRole: %v", err)
 	}
-}
-
-// writeKubeconfig writes a kubeconfig that reaches cfg's API server as user.
-func writeKubeconfig(t testing.TB, cfg *rest.Config, user *clientcmdapi.AuthInfo) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["sidecar"] = user
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "sidecar"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// adminKubeconfig reaches the API server as env.Config does (the envtest administrator).
-func adminKubeconfig(t testing.TB, cfg *rest.Config) string {
-	t.Helper()
-	return writeKubeconfig(t, cfg, &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken})
 }
 
 func dial(t testing.TB, addr string) net.Conn {

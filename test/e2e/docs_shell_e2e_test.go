@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // This file holds what TestDocumentedCommands needs to run the documentation as a newcomer would: a copy
@@ -142,7 +142,7 @@ func (s *shell) getenv(name string) string {
 type background struct {
 	cmd      *exec.Cmd
 	terminal *os.File // the pseudo-terminal's controlling side
-	out      *lockedBuffer
+	out      *testenv.SyncBuffer
 	done     chan error
 }
 
@@ -160,7 +160,7 @@ func (s *shell) startBackground(command, ready string, timeout time.Duration) *b
 	cmd.Dir, cmd.Env = s.dir, s.env
 	cmd.Stdin = tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	b := &background{cmd: cmd, terminal: terminal, out: &lockedBuffer{}, done: make(chan error, 1)}
+	b := &background{cmd: cmd, terminal: terminal, out: &testenv.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = b.out, b.out
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
@@ -240,24 +240,6 @@ func openPseudoTerminal() (terminal, tty *os.File, err error) {
 		return nil, nil, err
 	}
 	return terminal, tty, nil
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // lineAfter returns the rest of the first line of text that contains prefix, after prefix.

@@ -15,8 +15,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -164,7 +162,7 @@ func TestChartREADMERemovingCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := exec.Command("bash", "-euo", "pipefail", "-c", commands)
-	run.Env = append(os.Environ(), "KUBECONFIG="+writeKubeconfig(t, env),
+	run.Env = append(os.Environ(), "KUBECONFIG="+testenv.AdminKubeconfig(t, env.Config),
 		"PATH="+os.Getenv("KUBEBUILDER_ASSETS")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("the README's commands: %v\n%s", err, out)
@@ -213,7 +211,7 @@ func TestUninstallScriptWithoutOperator(t *testing.T) {
 
 	script := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "uninstall-crds.sh"))
 	script.Env = append(os.Environ(),
-		"KUBECONFIG="+writeKubeconfig(t, env),
+		"KUBECONFIG="+testenv.AdminKubeconfig(t, env.Config),
 		"KUBECTL="+filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"),
 		"TIMEOUT_SECONDS=60")
 	out, err := script.CombinedOutput()
@@ -221,20 +219,4 @@ func TestUninstallScriptWithoutOperator(t *testing.T) {
 		t.Fatalf("uninstall-crds.sh: %v\n%s", err, out)
 	}
 	assertCRDsGone(t, env, string(out))
-}
-
-// writeKubeconfig writes a kubeconfig for the control plane's admin user.
-func writeKubeconfig(t *testing.T, env *testenv.Env) string {
-	t.Helper()
-	c := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

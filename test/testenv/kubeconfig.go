@@ -1,0 +1,53 @@
+package testenv
+
+import (
+	"bytes"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// WriteKubeconfig writes a kubeconfig that reaches cfg's API server as user, in a directory of the
+// test's own, and returns its path: what a binary under test, or kubectl, is started with.
+func WriteKubeconfig(t testing.TB, cfg *rest.Config, user *clientcmdapi.AuthInfo) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["user"] = user
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "user"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// AdminKubeconfig writes a kubeconfig that reaches the API server as cfg does (the envtest
+// administrator) and returns its path.
+func AdminKubeconfig(t testing.TB, cfg *rest.Config) string {
+	t.Helper()
+	return WriteKubeconfig(t, cfg, &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken})
+}
+
+// SyncBuffer collects a process's output while a test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
