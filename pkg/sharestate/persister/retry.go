@@ -50,16 +50,17 @@ func classify(err error) errorClass {
 	}
 }
 
-// backoff spaces the retries of one operation: exponential from 20 ms to 1 s, each interval
-// stretched by up to 40 % at random so that persisters retrying together do not stay in step. Its
-// zero value is ready to use.
+// backoff spaces the retries of one operation: exponential from 20 ms to 1 s, each interval within
+// ±20 % of that at random, so that persisters retrying together do not stay in step. (wait.Backoff's
+// jitter only stretches an interval, by up to Jitter times it: 16 ms stretched by up to half is 16 to
+// 24 ms.) Its zero value is ready to use.
 type backoff struct{ steps *wait.Backoff }
 
 // next returns the next interval.
 func (b *backoff) next() time.Duration {
 	if b.steps == nil {
 		// Steps only bounds the growth: past the cap, Step keeps answering the cap (with jitter).
-		b.steps = &wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.4, Steps: math.MaxInt32, Cap: time.Second}
+		b.steps = &wait.Backoff{Duration: 16 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 800 * time.Millisecond}
 	}
 	return b.steps.Step()
 }

@@ -6,16 +6,16 @@ import (
 	"time"
 )
 
-// The retries of one operation double from 20 ms up to 1 s, each stretched by at most 40 %.
+// The retries of one operation double from 20 ms up to 1 s, each within ±20 % of that.
 func TestBackoffGrowsToItsCapWithJitter(t *testing.T) {
 	var b backoff
-	base := 20 * time.Millisecond
+	mean := 20 * time.Millisecond
 	for i := range 12 {
 		d := b.next()
-		if d < base || d > base*14/10 {
-			t.Fatalf("interval %d: %v, want within [%v, %v]", i, d, base, base*14/10)
+		if low, high := mean*8/10, mean*12/10; d < low || d > high {
+			t.Fatalf("interval %d: %v, want within [%v, %v]", i, d, low, high)
 		}
-		base = min(2*base, time.Second)
+		mean = min(2*mean, time.Second)
 	}
 }
 
