@@ -269,6 +269,10 @@ func TestDeploymentDefaults(t *testing.T) {
 	}
 	assertHTTPProbe(t, "liveness", c.LivenessProbe, c, "/healthz", 8081)
 	assertHTTPProbe(t, "readiness", c.ReadinessProbe, c, "/readyz", 8081)
+	if len(c.Env) != 1 || c.Env[0].Name != "GOMEMLIMIT" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.ResourceFieldRef == nil ||
+		c.Env[0].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+		t.Errorf("env = %+v, want GOMEMLIMIT from limits.memory (the Go runtime's soft limit: the container's)", c.Env)
+	}
 	assertRestricted(t, deploy.Spec.Template.Spec.SecurityContext, c.SecurityContext)
 	for _, list := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
 		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
