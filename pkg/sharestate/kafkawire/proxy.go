@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -92,11 +90,7 @@ type Proxy struct {
 	// It has no listener of its own.
 	local *Server
 
-	closing   atomic.Bool
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
-	conns     map[*proxyConn]struct{}
-	wg        sync.WaitGroup // one per connection
+	reg *registry[*proxyConn]
 }
 
 // NewProxy returns a Proxy, its metrics registered on opts.Registerer.
@@ -116,39 +110,26 @@ func NewProxy(opts ProxyOptions) (*Proxy, error) {
 		return nil, fmt.Errorf("registering the proxy's metrics: %w", err)
 	}
 	return &Proxy{
-		opts: opts, log: opts.Logger, metrics: metrics, local: local,
-		listeners: map[net.Listener]struct{}{}, conns: map[*proxyConn]struct{}{},
+		opts: opts, log: opts.Logger, metrics: metrics, local: local, reg: newRegistry[*proxyConn](),
 	}, nil
 }
 
 // Serve accepts connections on ln until Shutdown, and then returns ErrServerClosed.
 func (p *Proxy) Serve(ln net.Listener) error {
-	p.mu.Lock()
-	if p.closing.Load() {
-		p.mu.Unlock()
-		_ = ln.Close()
-		return ErrServerClosed
-	}
-	p.listeners[ln] = struct{}{}
-	p.mu.Unlock()
-	return acceptLoop(ln, &p.closing, p.log, p.start)
+	return p.reg.serve(ln, p.log, p.start)
 }
 
 // start connects a new downstream connection to the upstream and serves it, on a goroutine of its
 // own, unless the proxy is shutting down.
 func (p *Proxy) start(down net.Conn) {
-	p.mu.Lock()
-	if p.closing.Load() {
-		p.mu.Unlock()
+	if !p.reg.admit() {
 		_ = down.Close()
 		return
 	}
-	p.wg.Add(1)
-	p.mu.Unlock()
 	go func() {
-		defer p.wg.Done()
 		c, err := p.connect(down)
 		if err != nil {
+			p.reg.release()
 			p.metrics.upstreamDialErrors.Inc()
 			p.metrics.connectionsClosed.WithLabelValues(closedUpstreamDial).Inc()
 			p.log.Info("Connecting to the upstream failed; closed the downstream connection",
@@ -156,13 +137,11 @@ func (p *Proxy) start(down net.Conn) {
 			_ = down.Close()
 			return
 		}
+		defer p.reg.done(c)
 		p.metrics.connectionsOpen.Inc()
 		reason := c.serve()
 		p.metrics.connectionsOpen.Dec()
 		p.metrics.connectionsClosed.WithLabelValues(reason).Inc()
-		p.mu.Lock()
-		delete(p.conns, c)
-		p.mu.Unlock()
 	}()
 }
 
@@ -176,13 +155,10 @@ func (p *Proxy) connect(down net.Conn) (*proxyConn, error) {
 		return nil, err
 	}
 	c := newProxyConn(p, down, up)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closing.Load() {
+	if !p.reg.add(c) {
 		c.closeBoth()
 		return nil, errStopping
 	}
-	p.conns[c] = struct{}{}
 	return c, nil
 }
 
@@ -191,37 +167,13 @@ func (p *Proxy) connect(down net.Conn) (*proxyConn, error) {
 // cancels the requests answered here, closes every connection, and returns ctx's error once the
 // connections are gone.
 func (p *Proxy) Shutdown(ctx context.Context) error {
-	p.mu.Lock()
-	p.closing.Store(true)
-	for ln := range p.listeners {
-		_ = ln.Close()
-	}
-	for c := range p.conns {
-		c.stopReading()
-	}
-	p.mu.Unlock()
-
-	drained := make(chan struct{})
-	go func() { p.wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-		return p.local.Shutdown(ctx)
-	case <-ctx.Done():
-	}
 	// The local server holds no connections: its Shutdown only cancels the store calls in flight.
-	_ = p.local.Shutdown(context.Background())
-	p.mu.Lock()
-	for c := range p.conns {
-		c.closeBoth()
+	cancelLocal := func() { _ = p.local.Shutdown(context.Background()) }
+	if err := p.reg.shutdown(ctx, cancelLocal); err != nil {
+		return fmt.Errorf("kafkawire: proxy shutdown cut short: %w", err)
 	}
-	p.mu.Unlock()
-	<-drained
-	return fmt.Errorf("kafkawire: proxy shutdown cut short: %w", ctx.Err())
+	return p.local.Shutdown(ctx)
 }
 
 // Serving reports whether the proxy accepts connections: between Serve and Shutdown.
-func (p *Proxy) Serving() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.closing.Load() && len(p.listeners) > 0
-}
+func (p *Proxy) Serving() bool { return p.reg.serving() }

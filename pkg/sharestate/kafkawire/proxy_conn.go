@@ -375,6 +375,9 @@ func (c *proxyConn) stopReading() {
 	}
 }
 
+// closeNow closes both connections at once: a shutdown whose time is up.
+func (c *proxyConn) closeNow() { c.closeBoth() }
+
 func (c *proxyConn) isStopping() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,11 +88,7 @@ type Server struct {
 	// queued is the budget of request bytes held at once (MaxQueuedRequestBytes).
 	queued *semaphore.Weighted
 
-	closing   atomic.Bool
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
-	conns     map[*conn]struct{}
-	wg        sync.WaitGroup // one per connection
+	reg *registry[*conn]
 }
 
 // NewServer returns a Server, its metrics registered on opts.Registerer.
@@ -109,76 +103,34 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		opts: opts, log: opts.Logger, metrics: metrics, ctx: ctx, cancel: cancel,
-		queued:    semaphore.NewWeighted(opts.MaxQueuedRequestBytes),
-		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
+		queued: semaphore.NewWeighted(opts.MaxQueuedRequestBytes), reg: newRegistry[*conn](),
 	}, nil
 }
 
 // Serve accepts connections on ln until Shutdown, and then returns ErrServerClosed.
 func (s *Server) Serve(ln net.Listener) error {
-	if !s.track(ln) {
-		_ = ln.Close()
-		return ErrServerClosed
-	}
-	return acceptLoop(ln, &s.closing, s.log, s.start)
-}
-
-// acceptLoop accepts connections on ln and hands each to start, until ln fails: then it returns
-// ErrServerClosed if closing is set (a shutdown closed ln), or the error.
-func acceptLoop(ln net.Listener, closing *atomic.Bool, log logr.Logger, start func(net.Conn)) error {
-	backoff := time.Duration(0)
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if closing.Load() {
-				return ErrServerClosed
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return fmt.Errorf("sidecar: accepting connections: %w", err)
-			}
-			// Out of file descriptors, say: wait and try again rather than give up serving.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			log.Error(err, "Accepting a connection failed", "retryIn", backoff)
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		start(nc)
-	}
-}
-
-func (s *Server) track(ln net.Listener) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing.Load() {
-		return false
-	}
-	s.listeners[ln] = struct{}{}
-	return true
+	return s.reg.serve(ln, s.log, s.start)
 }
 
 // start serves a new connection, unless the server is shutting down.
 func (s *Server) start(nc net.Conn) {
-	c := newConn(s, nc)
-	s.mu.Lock()
-	if s.closing.Load() {
-		s.mu.Unlock()
+	if !s.reg.admit() {
 		_ = nc.Close()
 		return
 	}
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
+	c := newConn(s, nc)
+	if !s.reg.add(c) {
+		_ = nc.Close()
+		s.reg.release()
+		return
+	}
 	s.metrics.connectionsAccepted.Inc()
 	s.metrics.connectionsOpen.Inc()
 	go func() {
-		defer s.wg.Done()
+		defer s.reg.done(c)
 		reason := c.serve()
 		s.metrics.connectionsOpen.Dec()
 		s.metrics.connectionsClosed.WithLabelValues(reason).Inc()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
 	}()
 }
 
@@ -187,37 +139,13 @@ func (s *Server) start(nc net.Conn) {
 // flight (the store answers them COORDINATOR_NOT_AVAILABLE), closes every connection, and returns
 // ctx's error once the connections are gone.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing.Store(true)
-	for ln := range s.listeners {
-		_ = ln.Close()
-	}
-	for c := range s.conns {
-		c.stopReading()
-	}
-	s.mu.Unlock()
-
-	drained := make(chan struct{})
-	go func() { s.wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-		s.cancel()
-		return nil
-	case <-ctx.Done():
-	}
+	err := s.reg.shutdown(ctx, s.cancel)
 	s.cancel()
-	s.mu.Lock()
-	for c := range s.conns {
-		_ = c.nc.Close()
+	if err != nil {
+		return fmt.Errorf("sidecar: shutdown cut short: %w", err)
 	}
-	s.mu.Unlock()
-	<-drained
-	return fmt.Errorf("sidecar: shutdown cut short: %w", ctx.Err())
+	return nil
 }
 
 // Serving reports whether the server accepts connections: between Serve and Shutdown.
-func (s *Server) Serving() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.closing.Load() && len(s.listeners) > 0
-}
+func (s *Server) Serving() bool { return s.reg.serving() }

@@ -185,6 +185,9 @@ func (c *conn) stopReading() {
 	}
 }
 
+// closeNow closes the connection at once: a shutdown whose time is up.
+func (c *conn) closeNow() { _ = c.nc.Close() }
+
 func (c *conn) idle() bool {
 	return c.inFlight.Load() == 0 && time.Since(time.Unix(0, c.lastActive.Load())) >= c.s.opts.IdleTimeout
 }
