@@ -55,7 +55,7 @@ func startSystem(t *testing.T) *system {
 	s := &system{t: t, root: testenv.RepoRoot(), dir: t.TempDir(), brokersNS: brokersNamespace, operatorNS: operatorNamespace}
 	s.bin = filepath.Join(s.dir, "bin")
 	s.buildBinaries()
-	s.env = &envtest.Environment{}
+	s.env = &envtest.Environment{ControlPlaneStartTimeout: testenv.ControlPlaneStartTimeout, ControlPlaneStopTimeout: testenv.ControlPlaneStopTimeout}
 	cfg, err := s.env.Start()
 	if err != nil {
 		_ = s.env.Stop()

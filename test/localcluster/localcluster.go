@@ -123,6 +123,9 @@ func startLocal(opts Options) (*Cluster, error) {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{opts.CRDDir},
 		ErrorIfCRDPathMissing: true,
+		// envtest's 20 s is too short for etcd on a machine whose cores are busy elsewhere.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	// A data directory we name is kept on Stop (envtest removes only the ones it made up), so the
 	// objects survive a restart of `make run`.

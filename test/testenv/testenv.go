@@ -46,6 +46,14 @@ func RepoRoot() string {
 var ErrNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds " +
 	"kube-apiserver and etcd once (hack/envtest-assets.sh) and points KUBEBUILDER_ASSETS at them")
 
+// How long each control-plane process may take to start and to stop: envtest's 20 s default is too
+// short for etcd on a machine whose cores are busy elsewhere, and a test run that fails for it fails
+// for nothing it tests.
+const (
+	ControlPlaneStartTimeout = 2 * time.Minute
+	ControlPlaneStopTimeout  = time.Minute
+)
+
 // Start starts kube-apiserver and etcd and installs the CRDs of config/crd/bases.
 func Start() (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
@@ -59,9 +67,11 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
+		CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: ControlPlaneStartTimeout,
+		ControlPlaneStopTimeout:  ControlPlaneStopTimeout,
 	}
 	cfg, err := env.Start()
 	if err != nil {
