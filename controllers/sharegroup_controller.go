@@ -123,6 +123,10 @@ type groupScope struct {
 	partitions []sharestatev1.SharePartitionState
 }
 
+// conflictRetryAfter is how soon a pass whose conditional patch conflicted runs again: about the time
+// the cache takes to receive the newer object.
+const conflictRetryAfter = 100 * time.Millisecond
+
 // groupPhase is one step of a pass. An error stops the phases after it.
 type groupPhase func(ctx context.Context, s *groupScope) error
 
@@ -140,6 +144,11 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	phaseErr := r.doReconcile(ctx, s, []groupPhase{r.ensureFinalizer, r.adoptPartitions, r.reconcileReset})
 	if err := r.writeStatus(ctx, s); err != nil {
 		return ctrl.Result{}, errors.Join(phaseErr, err)
+	}
+	if apierrors.IsConflict(phaseErr) {
+		// A patch conditional on the cache's copy met a newer object: the next pass, once the cache
+		// has it, works on that. Not an error to log: it is how the lock keeps lists from being lost.
+		return ctrl.Result{RequeueAfter: conflictRetryAfter}, nil
 	}
 	if phaseErr != nil {
 		return ctrl.Result{}, phaseErr
@@ -163,7 +172,9 @@ func (r *ShareGroupReconciler) ensureFinalizer(ctx context.Context, s *groupScop
 	if controllerutil.ContainsFinalizer(s.group, sharestatev1.FinalizerPartitionState) {
 		return nil
 	}
-	patch := client.MergeFrom(s.group.DeepCopy())
+	// A merge patch replaces the whole finalizer list: the optimistic lock keeps it from dropping a
+	// finalizer someone else added since the cache's copy (a conflict requeues the group).
+	patch := client.MergeFromWithOptions(s.group.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(s.group, sharestatev1.FinalizerPartitionState)
 	if err := r.Client.Patch(ctx, s.group, patch); err != nil {
 		return fmt.Errorf("adding the finalizer: %w", err)
@@ -231,7 +242,9 @@ func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.Share
 	if metav1.GetControllerOf(sps) != nil && sps.Labels[sharestatev1.LabelShareGroup] == sg.Name && !nameTopic {
 		return nil
 	}
-	patch := client.MergeFrom(sps.DeepCopy())
+	// A merge patch replaces the whole owner reference list: the optimistic lock keeps it from
+	// dropping a reference added since the cache's copy (a conflict requeues the group).
+	patch := client.MergeFromWithOptions(sps.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
 		return err
 	}
