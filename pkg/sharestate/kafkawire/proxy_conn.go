@@ -38,26 +38,28 @@ var errSASLHandshakeV0 = errors.New("SaslHandshake v0 is not supported: after it
 // bytes arrive, or reads and decodes a share-state request and starts it on the local server; either
 // way it queues what the response will be, in request order. The writer takes the queue in that
 // order and, for each entry, streams the upstream's response to the downstream or writes the local
-// answer once it is ready, so a quick local answer waits behind slower upstream ones. A third
-// goroutine, upstreamWatch, only waits for the upstream's next response header, so the writer learns
-// of an upstream that closes while nothing is in flight.
+// answer once it is ready, so a quick local answer waits behind slower upstream ones. The writer
+// alone reads the upstream: while nothing is owed it waits there too, so it learns of an upstream
+// that closes while nothing is in flight (watchIdleUpstream).
 type proxyConn struct {
 	p        *Proxy
 	down, up net.Conn
 
 	downR *bufio.Reader // the reader's
 	upW   *bufio.Writer // the reader's
-	upR   *bufio.Reader // upstreamWatch's while it waits, the writer's while it streams a response
+	upR   *bufio.Reader // the writer's
 	downW *bufio.Writer // the writer's
 
 	queue chan owed
 	// owedCount is the responses queued and not yet written: a connection is idle only without any.
 	owedCount atomic.Int64
-	// upReady carries, for each upstream response, nil once its header has arrived, or the error
-	// that ended the upstream; consumed hands upR back once the writer has streamed the response.
-	upReady  chan error
-	consumed chan struct{}
-	closed   chan struct{}
+	closed    chan struct{}
+
+	// watchMu orders the writer's wait on the idle upstream against the reader's wake-ups.
+	watchMu    sync.Mutex
+	watching   bool // the writer waits on the upstream with nothing owed
+	woken      bool // the reader expired the upstream's read deadline to wake it
+	queueEnded bool // the queue is closed
 
 	// authenticated is set by the writer once the upstream accepted a SaslAuthenticate, before the
 	// client sees that answer: a client sends its next request only after it, so the reader sees it.
@@ -84,8 +86,8 @@ func newProxyConn(p *Proxy, down, up net.Conn) *proxyConn {
 		p: p, down: down, up: up,
 		downR: bufio.NewReaderSize(down, 64<<10), upW: bufio.NewWriterSize(deadlineWriter{up, timeout}, 64<<10),
 		upR: bufio.NewReaderSize(up, 64<<10), downW: bufio.NewWriterSize(deadlineWriter{down, timeout}, 64<<10),
-		queue:   make(chan owed, p.opts.MaxInFlightPerConnection),
-		upReady: make(chan error), consumed: make(chan struct{}), closed: make(chan struct{}),
+		queue:  make(chan owed, p.opts.MaxInFlightPerConnection),
+		closed: make(chan struct{}),
 	}
 }
 
@@ -105,13 +107,12 @@ func (c *proxyConn) closeBoth() bool {
 // serve runs the pair until either side ends, and returns why.
 func (c *proxyConn) serve() string {
 	writerDone := make(chan string, 1)
-	go c.upstreamWatch()
 	go func() { writerDone <- c.writeLoop() }()
 	reason, drain := c.readLoop()
 	// Whoever closes the pair first names the reason: a reader that closes it (an idle or broken
 	// downstream) is not overruled by the writer then seeing the upstream closed.
 	readerClosed := !drain && c.closeBoth()
-	close(c.queue)
+	c.endQueue()
 	if wr := <-writerDone; wr != "" && !readerClosed {
 		reason = wr
 	}
@@ -310,6 +311,8 @@ func (c *proxyConn) answerLocally(key int16) error {
 	c.p.metrics.request(key, routeAnswered)
 	go s.run(req, ex, int64(size))
 	c.push(owed{corrID: req.header.correlationID, key: key, local: ex})
+	// The upstream will not wake a writer waiting on it for this answer.
+	c.wakeWriter()
 	return nil
 }
 

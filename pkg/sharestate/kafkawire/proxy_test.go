@@ -177,6 +177,34 @@ func TestProxyOrdersLocalAnswersBehindUpstream(t *testing.T) {
 	}
 }
 
+// TestProxyAnswersLocallyWhileUpstreamIdle: with nothing owed, the proxy's writer waits on the
+// upstream; a share-state request then arriving, which the upstream will never announce, must wake
+// it. One request at a time, each waiting for its answer, alternating with forwarded ones, so that
+// every local request finds the writer waiting on an idle upstream.
+func TestProxyAnswersLocallyWhileUpstreamIdle(t *testing.T) {
+	up := startUpstream(t, func(_, _ int16, corrID int32, frame []byte) upstreamAnswer {
+		return upstreamAnswer{body: echoBody(corrID, frame)}
+	})
+	_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
+	c := dialRaw(t, addr)
+	for i := range int32(200) {
+		local := i%4 != 3
+		frame := rawFrame(1, 12, i, nil)
+		if local {
+			frame = frameOf(writeRequest("g", sharestate.WritePartition{Partition: i, StateEpoch: 5}), 0, i)
+		}
+		if _, err := c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		if corrID, _ := readResponse(t, c, local); corrID != i {
+			t.Fatalf("request %d answered with correlation id %d", i, corrID)
+		}
+	}
+	// The writer still watches the idle upstream: its close closes the pair.
+	up.closeAll()
+	expectClosed(t, c)
+}
+
 // TestProxyStreamsLargeResponses: a response larger than every buffer on the way arrives intact,
 // between two small ones.
 func TestProxyStreamsLargeResponses(t *testing.T) {

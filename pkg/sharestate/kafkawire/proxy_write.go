@@ -2,27 +2,23 @@ package kafkawire
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// upstreamEvent is what upstreamWatch reported while nothing was owed by the upstream: a response
-// header arrived (err nil), or the upstream ended.
-type upstreamEvent struct {
-	err error
-}
 
 // writeLoop writes the responses owed, in request order, flushing whenever it would otherwise wait.
 // It returns a close reason if the pair had to close before the reader was done. After a failure it
 // keeps taking the queue, so the reader never blocks on it.
 func (c *proxyConn) writeLoop() string {
 	failed := ""
-	var early *upstreamEvent
 	for {
-		pd, ok := c.nextPending(&failed, &early)
+		pd, ok := c.nextOwed(&failed)
 		if !ok {
 			if failed == "" {
 				_ = c.downW.Flush()
@@ -31,7 +27,7 @@ func (c *proxyConn) writeLoop() string {
 		}
 		c.p.metrics.inFlight.Dec()
 		if failed == "" {
-			failed = c.writeOne(pd, &early)
+			failed = c.writeOne(pd)
 		}
 		// Owed until written: the reader must not take a connection awaiting it for an idle one.
 		c.owedCount.Add(-1)
@@ -39,12 +35,12 @@ func (c *proxyConn) writeLoop() string {
 }
 
 // writeOne writes one response owed, closing the pair if that fails.
-func (c *proxyConn) writeOne(pd owed, early **upstreamEvent) string {
+func (c *proxyConn) writeOne(pd owed) string {
 	var failed string
 	if pd.local != nil {
 		failed = c.writeLocal(pd)
 	} else {
-		failed = c.streamUpstream(pd, early)
+		failed = c.streamUpstream(pd)
 	}
 	if failed != "" {
 		c.closeBoth()
@@ -52,38 +48,95 @@ func (c *proxyConn) writeOne(pd owed, early **upstreamEvent) string {
 	return failed
 }
 
-// nextPending takes the next response owed, flushing first if none is queued yet. While it waits
-// with nothing owed, it watches the upstream too: an upstream that ends then closes the pair, and a
-// response header that arrives is kept in early for the entry it belongs to.
-func (c *proxyConn) nextPending(failed *string, early **upstreamEvent) (owed, bool) {
-	select {
-	case pd, ok := <-c.queue:
-		return pd, ok
-	default:
-	}
-	if *failed == "" && c.downW.Buffered() > 0 {
-		if err := c.downW.Flush(); err != nil {
-			*failed = closedWriteError
-			c.closeBoth()
-		}
-	}
+// nextOwed takes the next response owed, flushing first if none is queued yet. While nothing is
+// owed it watches the upstream: an upstream that ends then closes the pair.
+func (c *proxyConn) nextOwed(failed *string) (owed, bool) {
 	for {
-		if *failed == "" && *early != nil && (*early).err != nil && len(c.queue) == 0 {
-			// The upstream ended with nothing owed: the pair is of no more use.
-			*failed = closedUpstreamClosed
-			c.closeBoth()
-		}
-		watch := c.upReady
-		if *failed != "" || *early != nil {
-			watch = nil
-		}
 		select {
 		case pd, ok := <-c.queue:
 			return pd, ok
-		case err := <-watch:
-			*early = &upstreamEvent{err: err}
+		default:
+		}
+		if *failed != "" {
+			// The pair is closed: the reader stops and closes the queue.
+			pd, ok := <-c.queue
+			return pd, ok
+		}
+		if c.downW.Buffered() > 0 {
+			if err := c.downW.Flush(); err != nil {
+				*failed = closedWriteError
+				c.closeBoth()
+			}
+			continue
+		}
+		upstreamSpoke, reason := c.watchIdleUpstream()
+		if reason != "" {
+			*failed = reason
+			c.closeBoth()
+			continue
+		}
+		if upstreamSpoke {
+			// Bytes from the upstream: the entry of the response they begin was queued before its
+			// request was forwarded. (Bytes nothing was asked for wait for the next request,
+			// whose correlation id they then fail to match.)
+			pd, ok := <-c.queue
+			return pd, ok
 		}
 	}
+}
+
+// watchIdleUpstream waits, with nothing owed, until the upstream sends bytes (upstreamSpoke) or ends
+// (a close reason), or the reader queues what the upstream will not announce: a local answer, or
+// the queue's end. The reader wakes it then by expiring the upstream's read deadline, so that no
+// goroutine but the writer ever reads the upstream and each response reaches the downstream with
+// one hand-off less.
+func (c *proxyConn) watchIdleUpstream() (upstreamSpoke bool, reason string) {
+	c.watchMu.Lock()
+	if len(c.queue) > 0 || c.queueEnded {
+		c.watchMu.Unlock()
+		return false, ""
+	}
+	c.watching = true
+	c.watchMu.Unlock()
+
+	_, err := c.upR.Peek(1)
+
+	c.watchMu.Lock()
+	woken := c.woken
+	c.watching, c.woken = false, false
+	c.watchMu.Unlock()
+	if woken {
+		_ = c.up.SetReadDeadline(time.Time{})
+	}
+	switch {
+	case err == nil:
+		return true, ""
+	case woken && errors.Is(err, os.ErrDeadlineExceeded):
+		return false, ""
+	default:
+		c.p.log.V(1).Info("The upstream connection ended", "remote", c.down.RemoteAddr().String(), "error", err.Error())
+		return false, closedUpstreamClosed
+	}
+}
+
+// wakeWriter wakes the writer if it is watching the idle upstream: called by the reader after it
+// queued a local answer or ended the queue.
+func (c *proxyConn) wakeWriter() {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.watching && !c.woken {
+		c.woken = true
+		_ = c.up.SetReadDeadline(time.Now())
+	}
+}
+
+// endQueue tells the writer that no more responses will be owed.
+func (c *proxyConn) endQueue() {
+	c.watchMu.Lock()
+	c.queueEnded = true
+	close(c.queue)
+	c.watchMu.Unlock()
+	c.wakeWriter()
 }
 
 // writeLocal writes a local answer once it is ready.
@@ -123,11 +176,11 @@ func (c *proxyConn) writeLocal(pd owed) string {
 
 // streamUpstream copies the upstream's response to pd to the downstream. Its header must name pd's
 // correlation id: the upstream answers in order, as a Kafka broker does.
-func (c *proxyConn) streamUpstream(pd owed, early **upstreamEvent) string {
-	if reason := c.awaitUpstream(early); reason != "" {
+func (c *proxyConn) streamUpstream(pd owed) string {
+	head, reason := c.awaitUpstream()
+	if reason != "" {
 		return reason
 	}
-	head, _ := c.upR.Peek(8) // upstreamWatch saw 8 bytes buffered
 	size := int32(binary.BigEndian.Uint32(head))
 	corrID := int32(binary.BigEndian.Uint32(head[4:]))
 	if size < 4 || corrID != pd.corrID {
@@ -150,38 +203,23 @@ func (c *proxyConn) streamUpstream(pd owed, early **upstreamEvent) string {
 		c.p.log.V(1).Info("Streaming a response failed", "remote", c.down.RemoteAddr().String(), "error", err.Error())
 		return closedWriteError
 	}
-	select {
-	case c.consumed <- struct{}{}:
-	case <-c.closed:
-		return closedShutdown
-	}
 	return ""
 }
 
-// awaitUpstream waits until the upstream's next response header has arrived.
-func (c *proxyConn) awaitUpstream(early **upstreamEvent) string {
-	var err error
-	if *early != nil {
-		err, *early = (*early).err, nil
-	} else {
-		select {
-		case err = <-c.upReady:
-		default:
-			if ferr := c.downW.Flush(); ferr != nil {
-				return closedWriteError
-			}
-			select {
-			case err = <-c.upReady:
-			case <-c.closed:
-				return closedShutdown
-			}
+// awaitUpstream waits until the upstream's next response header has arrived and returns it,
+// flushing what the downstream is owed first if it has to wait.
+func (c *proxyConn) awaitUpstream() ([]byte, string) {
+	if c.upR.Buffered() < 8 && c.downW.Buffered() > 0 {
+		if err := c.downW.Flush(); err != nil {
+			return nil, closedWriteError
 		}
 	}
+	head, err := c.upR.Peek(8)
 	if err != nil {
 		c.p.log.V(1).Info("The upstream connection ended with responses owed", "remote", c.down.RemoteAddr().String(), "error", err.Error())
-		return closedUpstreamClosed
+		return nil, closedUpstreamClosed
 	}
-	return ""
+	return head, ""
 }
 
 // rewriteAPIVersions reads the upstream's ApiVersions response whole and writes it with the
@@ -196,32 +234,11 @@ func (c *proxyConn) rewriteAPIVersions(version int16) error {
 	return err
 }
 
-// upstreamWatch waits for each upstream response's header and reports it on upReady, then leaves
-// upR to the writer until it has streamed the response. It reports the error that ends the upstream.
-func (c *proxyConn) upstreamWatch() {
-	for {
-		_, err := c.upR.Peek(8)
-		select {
-		case c.upReady <- err:
-		case <-c.closed:
-			return
-		}
-		if err != nil {
-			return
-		}
-		select {
-		case <-c.consumed:
-		case <-c.closed:
-			return
-		}
-	}
-}
-
 // authenticationAccepted reads, without consuming it, whether the upstream's SaslAuthenticate
 // response at the head of upR has no error: its error code follows the header (v1, with tagged
 // fields, from v2).
 func (c *proxyConn) authenticationAccepted(version int16) bool {
-	head, _ := c.upR.Peek(8) // upstreamWatch saw 8 bytes buffered
+	head, _ := c.upR.Peek(8) // streamUpstream saw 8 bytes buffered
 	size := int(binary.BigEndian.Uint32(head))
 	head, _ = c.upR.Peek(min(size+4, 64)) // short only if the upstream ends: then not accepted
 	r := kbin.Reader{Src: head}
