@@ -12,7 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
@@ -77,8 +80,9 @@ func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 		// The group's own status writes must not reconcile it again: only spec changes and deletion.
 		For(&sharestatev1.ShareGroup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted()))).
 		// Partitions map to their group by group id (an index), which also finds the ones to adopt;
-		// the persister's ordinary writes are filtered out (see partitionLeadershipChanged).
-		Watches(&sharestatev1.SharePartitionState{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf),
+		// the persister's ordinary writes are filtered out (see partitionLeadershipChanged), and the
+		// changes that pass are gathered for partitionChangeDelay (partitionEvents).
+		Watches(&sharestatev1.SharePartitionState{}, r.partitionEvents(),
 			builder.WithPredicates(partitionLeadershipChanged())).
 		Complete(r)
 }
@@ -88,6 +92,37 @@ func deletionStarted() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 	}}
+}
+
+// partitionChangeDelay is how long a group's pass waits after one of its partitions changed leader or
+// epochs: the changes of that second share one pass and one status write. A broker's death fences
+// its partitions one by one, and each fence changes its group's fenced count; passed at once, a group
+// of 50 would write its status up to 50 times during the fence, each write competing for the API
+// server with the fences themselves. A new or deleted partition is passed at once: it is adopted, or
+// its group's deletion goes on.
+const partitionChangeDelay = time.Second
+
+// partitionEvents enqueues the groups of partitions that changed: at once for a partition created or
+// deleted, after partitionChangeDelay for one updated (a request waiting already keeps its time).
+func (r *ShareGroupReconciler) partitionEvents() handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	enqueue := func(ctx context.Context, o client.Object, q queue, delay time.Duration) {
+		for _, req := range r.groupsOf(ctx, o) {
+			if delay > 0 {
+				q.AddAfter(req, delay)
+			} else {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, e.Object, q, 0) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			enqueue(ctx, e.ObjectNew, q, partitionChangeDelay)
+		},
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, 0) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue(ctx, e.Object, q, 0) },
+	}
 }
 
 func (r *ShareGroupReconciler) groupsOf(ctx context.Context, o client.Object) []ctrl.Request {
@@ -153,7 +188,14 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if phaseErr != nil {
 		return ctrl.Result{}, phaseErr
 	}
-	return ctrl.Result{RequeueAfter: r.TotalsRefresh}, nil
+	return ctrl.Result{RequeueAfter: r.nextTotalsRefresh()}, nil
+}
+
+// nextTotalsRefresh is the refresh period, spread over ±10 % of it: the groups an operator starts
+// with are all passed at once, and with one period they would stay in step, every group's status
+// written in one burst each period instead of a few at a time.
+func (r *ShareGroupReconciler) nextTotalsRefresh() time.Duration {
+	return wait.Jitter(r.TotalsRefresh*9/10, 0.2)
 }
 
 // doReconcile runs the phases in order and stops at the first error.

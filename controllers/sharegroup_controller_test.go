@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -293,5 +295,69 @@ func TestOffsetResetWhileWritersAreActive(t *testing.T) {
 		if obj.Status.StateEpoch != 2 || obj.Status.StartOffset != 100 || len(obj.Status.StateBatches) != 0 {
 			t.Fatalf("partition %d: a write with the old epoch landed after the reset: %+v", part, obj.Status)
 		}
+	}
+}
+
+// TestGroupStatusGathersPartitionChanges: a broker's death fences its partitions one by one, and the
+// group's status follows with a write per pass, not per fence: passes caused by partition changes
+// wait a second (partitionChangeDelay), so those of one delay share a pass. (The suite's totals refresh of 1 s
+// adds a pass a second of its own.)
+func TestGroupStatusGathersPartitionChanges(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	const partitions = 30
+	sg := declaredGroup(t, ns, "g", partitions)
+	pod := brokerPod(t, ns, "broker-1", true)
+	p := persisterFor(t, ns, 1, pod, "")
+	for part := range int32(partitions) {
+		initialize(t, p, "g", part, 0, 0)
+		if r := read(p, "g", part, 1); r.ErrorCode != sharestate.ErrNone {
+			t.Fatalf("read of partition %d: %s", part, r.ErrorCode)
+		}
+	}
+	testenv.Eventually(t, 20*time.Second, func() error {
+		if s := getGroup(t, sg).Status; s.PartitionsWithLeader != partitions {
+			return fmt.Errorf("%d of %d partitions with a leader", s.PartitionsWithLeader, partitions)
+		}
+		return nil
+	})
+	watcher, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	followCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	writes := 0
+	var began time.Time
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		first := true
+		done <- testenv.Follow(followCtx, watcher, &sharestatev1.ShareGroupList{}, ns, func(_ watch.EventType, o client.Object) bool {
+			if first { // the list: the status before the fence
+				first = false
+				close(started)
+				return false
+			}
+			writes++
+			return o.(*sharestatev1.ShareGroup).Status.FencedPartitions == partitions
+		})
+	}()
+	<-started
+	began = time.Now()
+	if err := env.Client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("waiting for the group to show %d fenced partitions: %v", partitions, err)
+	}
+	elapsed := time.Since(began)
+	// A pass per delay (partitionChangeDelay, 1 s) since the first fence, and one per refresh period (at least 0.9 s), each
+	// writing the status at most once, and the write that shows them all.
+	bound := int(elapsed.Seconds()/1.0+elapsed.Seconds()/0.9) + 2
+	t.Logf("%d status writes while %d partitions were fenced in %s (bound %d)", writes, partitions, elapsed.Round(time.Millisecond), bound)
+	if writes > bound {
+		t.Fatalf("the group's status was written %d times while %d partitions were fenced in %s, want at most %d",
+			writes, partitions, elapsed.Round(time.Millisecond), bound)
 	}
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,5 +32,22 @@ func TestAggregate(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(ready.Conditions, sharestatev1.ConditionFenced); c.Status != metav1.ConditionFalse {
 		t.Fatalf("Fenced %+v", c)
+	}
+}
+
+// TestTotalsRefreshIsSpread: each pass's next refresh falls within ±10 % of the period, and not
+// always on the same instant, so groups started together drift apart.
+func TestTotalsRefreshIsSpread(t *testing.T) {
+	r := &ShareGroupReconciler{TotalsRefresh: 30 * time.Second}
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		d := r.nextTotalsRefresh()
+		if d < 27*time.Second || d >= 33*time.Second {
+			t.Fatalf("next refresh in %s, want within 27s..33s", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 50 {
+		t.Fatalf("only %d different delays in 100 passes", len(seen))
 	}
 }

@@ -42,6 +42,8 @@ func main() {
 	flag.BoolVar(&opts.EnableHTTP2, "enable-http2", false,
 		"allow HTTP/2 on the metrics server (off by default: HTTP/2 Stream Cancellation and Rapid Reset CVEs)")
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0",
+		"address of Go's /debug/pprof profiles, unauthenticated (bind it to loopback, e.g. 127.0.0.1:6060); 0 disables them")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among replicas, so one operator is active at a time")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	flag.Var(&watch, "watch-namespace", "namespace to watch (repeatable, or comma-separated); all namespaces when unset")

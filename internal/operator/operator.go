@@ -35,6 +35,9 @@ type Options struct {
 	EnableHTTP2 bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns them off.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof profiles, unauthenticated; "0" or empty (the
+	// default) turns them off. Bind it to loopback and reach it with kubectl port-forward.
+	PprofBindAddress string
 	// LeaderElection makes one replica of the operator active at a time.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the election's Lease (default: the pod's namespace).
@@ -100,6 +103,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		Scheme:                        scheme,
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              "sharestate-operator.sharestate.dev",
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,

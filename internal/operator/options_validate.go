@@ -30,6 +30,9 @@ func (o Options) Validate() error {
 	errs = append(errs,
 		bindAddress("--metrics-bind-address", o.MetricsBindAddress),
 		bindAddress("--health-probe-bind-address", o.HealthProbeBindAddress))
+	if o.PprofBindAddress != "" { // empty is off, as "0" is
+		errs = append(errs, bindAddress("--pprof-bind-address", o.PprofBindAddress))
+	}
 	if o.MaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles))
 	}

@@ -41,8 +41,11 @@ func TestValidate(t *testing.T) {
 			want: []string{"--group-totals-refresh=0s"}},
 		{name: "client limits", change: func(o *Options) { o.KubeAPIQPS, o.KubeAPIBurst = -1, 0 },
 			want: []string{"--kube-api-qps=-1", "--kube-api-burst=0"}},
-		{name: "addresses", change: func(o *Options) { o.MetricsBindAddress, o.HealthProbeBindAddress = "8080", ":99999" },
-			want: []string{`--metrics-bind-address="8080": want [host]:port`, `--health-probe-bind-address=":99999": the port`}},
+		{name: "addresses", change: func(o *Options) {
+			o.MetricsBindAddress, o.HealthProbeBindAddress, o.PprofBindAddress = "8080", ":99999", "localhost"
+		},
+			want: []string{`--metrics-bind-address="8080": want [host]:port`, `--health-probe-bind-address=":99999": the port`,
+				`--pprof-bind-address="localhost": want [host]:port`}},
 		{name: "every problem at once", change: func(o *Options) { o.WatchNamespaces = []string{"A"}; o.MaxConcurrentReconciles = -3 },
 			want: []string{`--watch-namespace="A"`, "--max-concurrent-reconciles=-3"}},
 	}

@@ -146,6 +146,7 @@ type scaleRun struct {
 	write     writeFunc
 
 	operatorMetrics string // address of the operator's metrics, plain HTTP
+	operatorPprof   string // address of the operator's profiles, with -profile-dir
 }
 
 func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
@@ -290,6 +291,12 @@ func (s *scaleRun) startOperator(ctx context.Context, kubeconfig string) error {
 	// until they are scraped, once per window.
 	args := []string{"--kubeconfig=" + kubeconfig, "--health-probe-bind-address=" + health,
 		"--metrics-bind-address=" + s.operatorMetrics, "--metrics-secure=false"}
+	if s.cfg.ProfileDir != "" {
+		if s.operatorPprof, err = freePort(); err != nil {
+			return err
+		}
+		args = append(args, "--pprof-bind-address="+s.operatorPprof)
+	}
 	s.operator, err = startChild(ctx, s.dir, "operator", s.bins.operator, args, nil, healthy(health, "/readyz"))
 	return err
 }
@@ -359,10 +366,14 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 		return level, ctx.Err()
 	}
 	from, before := loop.now(), s.sampleCPU()
+	profiled := s.profileOperator(ctx, fmt.Sprintf("scale-%d-load-%.0f", s.n, 100*load))
 	if !sleepUntil(ctx, time.Now().Add(s.cfg.Duration)) {
 		return level, ctx.Err()
 	}
 	to, after := loop.now(), s.sampleCPU()
+	if err := <-profiled; err != nil {
+		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator: %v\n", s.n, err)
+	}
 	level.operatorRSS, level.sidecarRSS = s.sampleRSS()
 	level.operatorHeap = s.operatorHeapMB(ctx)
 	res.operatorRSS, res.sidecarRSS = max(res.operatorRSS, level.operatorRSS), max(res.sidecarRSS, level.sidecarRSS)
@@ -377,6 +388,52 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	level.apiserverMillisPerWrite = used.apiserver * 1000 / writes
 	level.othersCores = used.others / level.run.seconds
 	return level, nil
+}
+
+// profileOperator, with -profile-dir, saves the operator's CPU profile of the window that starts now
+// (<name>.operator.pprof) and its heap profile at the window's end (<name>.operator-heap.pprof). The
+// channel reports when both are written, or why not.
+func (s *scaleRun) profileOperator(ctx context.Context, name string) <-chan error {
+	done := make(chan error, 1)
+	if s.operatorPprof == "" {
+		done <- nil
+		return done
+	}
+	seconds := int(math.Ceil(s.cfg.Duration.Seconds()))
+	go func() {
+		base := "http://" + s.operatorPprof + "/debug/pprof/"
+		err := saveURL(ctx, base+"profile?seconds="+strconv.Itoa(seconds), filepath.Join(s.cfg.ProfileDir, name+".operator.pprof"))
+		if err == nil {
+			err = saveURL(ctx, base+"heap", filepath.Join(s.cfg.ProfileDir, name+".operator-heap.pprof"))
+		}
+		done <- err
+	}()
+	return done
+}
+
+// saveURL writes the body of GET url into path.
+func saveURL(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // scaleCPU is CPU seconds used: by the operator, by the API server, and by the machine's processes
