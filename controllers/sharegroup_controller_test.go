@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,23 @@ func declaredGroup(t *testing.T, ns, group string, partitions int32) *sharestate
 		t.Fatal(err)
 	}
 	return sg
+}
+
+// groupLedByOneBroker declares group with the given partition count and has the broker in a new
+// Ready pod initialize every partition at stateEpoch and Read it at leader epoch 1, so that it is
+// recorded as their leader.
+func groupLedByOneBroker(t *testing.T, ns, group string, partitions, stateEpoch int32) (*sharestatev1.ShareGroup, *corev1.Pod, *persister.Persister) {
+	t.Helper()
+	sg := declaredGroup(t, ns, group, partitions)
+	pod := brokerPod(t, ns, "broker-1", true)
+	p := persisterFor(t, ns, 1, pod, "")
+	for part := range partitions {
+		initialize(t, p, group, part, stateEpoch, 0)
+		if r := read(p, group, part, 1); r.ErrorCode != sharestate.ErrNone {
+			t.Fatalf("read of partition %d: %s", part, r.ErrorCode)
+		}
+	}
+	return sg, pod, p
 }
 
 func getGroup(t *testing.T, sg *sharestatev1.ShareGroup) *sharestatev1.ShareGroup {
@@ -247,13 +265,7 @@ func TestOffsetResetWhileWritersAreActive(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	const partitions = 4
-	sg := declaredGroup(t, ns, "g", partitions)
-	pod := brokerPod(t, ns, "broker-1", true)
-	p := persisterFor(t, ns, 1, pod, "")
-	for part := range int32(partitions) {
-		initialize(t, p, "g", part, 1, 0)
-		read(p, "g", part, 1)
-	}
+	sg, _, p := groupLedByOneBroker(t, ns, "g", partitions, 1)
 	var (
 		stop    atomic.Bool
 		wg      sync.WaitGroup
@@ -306,15 +318,7 @@ func TestGroupStatusGathersPartitionChanges(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	const partitions = 30
-	sg := declaredGroup(t, ns, "g", partitions)
-	pod := brokerPod(t, ns, "broker-1", true)
-	p := persisterFor(t, ns, 1, pod, "")
-	for part := range int32(partitions) {
-		initialize(t, p, "g", part, 0, 0)
-		if r := read(p, "g", part, 1); r.ErrorCode != sharestate.ErrNone {
-			t.Fatalf("read of partition %d: %s", part, r.ErrorCode)
-		}
-	}
+	sg, pod, _ := groupLedByOneBroker(t, ns, "g", partitions, 0)
 	testenv.Eventually(t, 20*time.Second, func() error {
 		if s := getGroup(t, sg).Status; s.PartitionsWithLeader != partitions {
 			return fmt.Errorf("%d of %d partitions with a leader", s.PartitionsWithLeader, partitions)

@@ -37,7 +37,7 @@ func main() {
 	flags.StringVar(&op.HealthProbeBindAddress, "health-probe-bind-address", "127.0.0.1:8081", "the operator's health probe address; 0 disables it")
 	flags.DurationVar(&op.NotReadyGrace, "fence-not-ready-after", 0, "also fence a leader whose pod has not been Ready for this long")
 	flags.StringVar(&sc.ListenAddress, "sidecar-listen-address", kafkawire.DefaultAddress, "where the local sidecar serves Kafka's protocol; empty runs no sidecar")
-	flags.StringVar(&sc.HealthProbeBindAddress, "sidecar-health-address", "127.0.0.1:9095", "the local sidecar's /healthz and /readyz")
+	flags.StringVar(&sc.HealthProbeBindAddress, "sidecar-health-probe-bind-address", "127.0.0.1:9095", "the local sidecar's /healthz and /readyz; 0 disables them")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flags)
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag

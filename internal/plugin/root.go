@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/kubeconfig"
 )
 
 // NewCommand returns the kubectl-sharestate command. flags say how to reach the cluster (--kubeconfig,
@@ -66,6 +68,9 @@ type session struct {
 // connect builds a client from the connection flags. It reads from the API server directly: a
 // command's answer is never older than the moment it runs.
 func (o *rootOptions) connect() (*session, error) {
+	if o.nothingConfigured() {
+		return nil, kubeconfig.ErrNoConfig
+	}
 	cfg, err := o.flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading the cluster configuration: %w", err)
@@ -85,6 +90,21 @@ func (o *rootOptions) connect() (*session, error) {
 		return nil, fmt.Errorf("creating the API client: %w", err)
 	}
 	return &session{client: c, scheme: scheme, namespace: ns, out: o.streams.Out}, nil
+}
+
+// nothingConfigured reports whether nothing names a cluster: no kubeconfig file has one, --server
+// was not given, and the plugin does not run in a pod. client-go would then fall back to
+// http://localhost:8080, and the user would read of a refused connection to a server they never named.
+func (o *rootOptions) nothingConfigured() bool {
+	if o.flags.APIServer != nil && *o.flags.APIServer != "" {
+		return false
+	}
+	raw, err := o.flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil || len(raw.Clusters) > 0 {
+		return false // a kubeconfig that does not load says why when it is loaded
+	}
+	_, err = rest.InClusterConfig()
+	return err != nil
 }
 
 // ErrorLine renders err as the single line the plugin prints: cobra's "Did you mean this?"

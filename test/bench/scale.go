@@ -199,8 +199,12 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 		return 0, 0, ctx.Err()
 	}
 	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
+	profiled := s.profileOperator(ctx, fmt.Sprintf("scale-%d-fence", s.n))
 	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
 		return 0, 0, err
+	}
+	if err := <-profiled; err != nil {
+		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator: %v\n", s.n, err)
 	}
 	s.operator.stop()
 	raw, err = s.rawUpdates(ctx, ns, victims)
@@ -390,8 +394,8 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	return level, nil
 }
 
-// profileOperator, with -profile-dir, saves the operator's CPU profile of the window that starts now
-// (<name>.operator.pprof) and its heap profile at the window's end (<name>.operator-heap.pprof). The
+// profileOperator, with -profile-dir, saves the operator's CPU profile of the -duration that starts
+// now (<name>.operator.pprof) and its heap profile at its end (<name>.operator-heap.pprof). The
 // channel reports when both are written, or why not.
 func (s *scaleRun) profileOperator(ctx context.Context, name string) <-chan error {
 	done := make(chan error, 1)

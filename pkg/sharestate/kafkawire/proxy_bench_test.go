@@ -17,22 +17,7 @@ import (
 func BenchmarkProxyProduce(b *testing.B) {
 	for _, via := range []string{"direct", "proxy"} {
 		b.Run(via, func(b *testing.B) {
-			var addr string
-			if via == "proxy" {
-				addr = startProxiedCluster(b, 1, ProxyOptions{Store: &echoStore{}}).addrs[0]
-			} else {
-				cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "events"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(cluster.Close)
-				addr = cluster.ListenAddrs()[0]
-			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("events"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(cl.Close)
+			cl := benchClient(b, via)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			value := make([]byte, 1024)
@@ -60,28 +45,35 @@ func BenchmarkProxyProduce(b *testing.B) {
 	}
 }
 
+// benchClient starts a one-broker kfake cluster with six partitions of "events" and returns a client
+// producing to "events" that reaches it directly ("direct") or through a Proxy ("proxy").
+func benchClient(b *testing.B, via string, opts ...kgo.Opt) *kgo.Client {
+	var addr string
+	if via == "proxy" {
+		addr = startProxiedCluster(b, 1, ProxyOptions{Store: &echoStore{}}).addrs[0]
+	} else {
+		cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "events"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(cluster.Close)
+		addr = cluster.ListenAddrs()[0]
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("events")}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	return cl
+}
+
 // BenchmarkProxyRoundTrips runs the shape of make bench's kafka-*-16 scenarios: 16 goroutines, each
 // producing one 1 KiB record (acks=all, no linger) and fetching it back, directly and through a Proxy.
 func BenchmarkProxyRoundTrips(b *testing.B) {
 	for _, via := range []string{"direct", "proxy"} {
 		b.Run(via, func(b *testing.B) {
-			var addr string
-			if via == "proxy" {
-				addr = startProxiedCluster(b, 1, ProxyOptions{Store: &echoStore{}}).addrs[0]
-			} else {
-				cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "events"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(cluster.Close)
-				addr = cluster.ListenAddrs()[0]
-			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("events"), kgo.ProducerLinger(0),
-				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxVersions(kversion.V3_0_0()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(cl.Close)
+			cl := benchClient(b, via, kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()),
+				kgo.MaxVersions(kversion.V3_0_0()))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			value := make([]byte, 1024)
