@@ -69,8 +69,9 @@ func (c *PartitionsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *PartitionsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// Read-only: the cache's own objects, not a deep copy of every partition at every scrape.
 	var partitions sharestatev1.SharePartitionStateList
-	if err := c.reader.List(ctx, &partitions); err == nil {
+	if err := c.reader.List(ctx, &partitions, client.UnsafeDisableDeepCopy); err == nil {
 		var initialized, fenced, withLeader float64
 		for i := range partitions.Items {
 			p := &partitions.Items[i]
@@ -90,7 +91,7 @@ func (c *PartitionsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, withLeader, "with_leader")
 	}
 	var groups sharestatev1.ShareGroupList
-	if err := c.reader.List(ctx, &groups); err == nil {
+	if err := c.reader.List(ctx, &groups, client.UnsafeDisableDeepCopy); err == nil {
 		counts := map[metav1.ConditionStatus]float64{metav1.ConditionTrue: 0, metav1.ConditionFalse: 0, metav1.ConditionUnknown: 0}
 		for i := range groups.Items {
 			status := metav1.ConditionUnknown

@@ -131,7 +131,8 @@ func (r *ShareGroupReconciler) groupsOf(ctx context.Context, o client.Object) []
 		return nil
 	}
 	var groups sharestatev1.ShareGroupList
-	if err := r.Client.List(ctx, &groups, client.InNamespace(sps.Namespace), client.MatchingFields{groupIDIndex: string(sps.Spec.GroupID)}); err != nil {
+	if err := r.Client.List(ctx, &groups, client.InNamespace(sps.Namespace), client.MatchingFields{groupIDIndex: string(sps.Spec.GroupID)},
+		client.UnsafeDisableDeepCopy); err != nil { // only their names are read
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the groups of a partition", "sharePartitionState", klog.KObj(sps))
 		return nil
 	}
@@ -251,8 +252,11 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 // MisnamedPartitionStates condition names it, for an admin to delete.
 func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
 	sg := s.group
+	// The cache's own objects, not copies: a group's partitions are listed at every pass (every
+	// refresh period at least), and nothing here changes them; adopt patches a copy.
 	var list sharestatev1.SharePartitionStateList
-	if err := r.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingFields{groupIDIndex: string(sg.Spec.GroupID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingFields{groupIDIndex: string(sg.Spec.GroupID)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the partitions: %w", err)
 	}
 	owned := list.Items[:0]
@@ -266,10 +270,11 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 			misnamed = append(misnamed, sps.Name)
 			continue
 		}
-		if err := r.adopt(ctx, sg, sps); err != nil {
+		adopted, err := r.adopt(ctx, sg, sps)
+		if err != nil {
 			return err
 		}
-		owned = append(owned, *sps)
+		owned = append(owned, *adopted)
 	}
 	s.partitions = owned
 	r.reportMisnamed(sg, misnamed)
@@ -277,30 +282,32 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 }
 
 // adopt makes the group the partition's controller, labels it with the group's name and names its
-// topic, in one patch, where any of that is missing.
-func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) error {
+// topic, in one patch, where any of that is missing. It returns the partition as it now is: sps itself
+// when nothing was missing, else the patched copy (sps is the cache's, and is never changed).
+func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 	topicName := sg.DeclaredTopicName(sps.Spec.TopicID)
 	nameTopic := sps.Spec.TopicName == "" && topicName != ""
 	if metav1.GetControllerOf(sps) != nil && sps.Labels[sharestatev1.LabelShareGroup] == sg.Name && !nameTopic {
-		return nil
+		return sps, nil
 	}
 	// A merge patch replaces the whole owner reference list: the optimistic lock keeps it from
 	// dropping a reference added since the cache's copy (a conflict requeues the group).
-	patch := client.MergeFromWithOptions(sps.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if err := controllerutil.SetControllerReference(sg, sps, r.Client.Scheme()); err != nil {
-		return err
+	patch := client.MergeFromWithOptions(sps, client.MergeFromWithOptimisticLock{})
+	adopted := sps.DeepCopy()
+	if err := controllerutil.SetControllerReference(sg, adopted, r.Client.Scheme()); err != nil {
+		return nil, err
 	}
-	if sps.Labels == nil {
-		sps.Labels = map[string]string{}
+	if adopted.Labels == nil {
+		adopted.Labels = map[string]string{}
 	}
-	sps.Labels[sharestatev1.LabelShareGroup] = sg.Name
+	adopted.Labels[sharestatev1.LabelShareGroup] = sg.Name
 	if nameTopic {
-		sps.Spec.TopicName = topicName // the schema lets an unset topicName be set once
+		adopted.Spec.TopicName = topicName // the schema lets an unset topicName be set once
 	}
-	if err := r.Client.Patch(ctx, sps, patch); err != nil {
-		return fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
+	if err := r.Client.Patch(ctx, adopted, patch); err != nil {
+		return nil, fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
 	}
-	return nil
+	return adopted, nil
 }
 
 // maxNamesInMessage bounds the misnamed objects a condition message lists.

@@ -86,7 +86,8 @@ func indexLeaderPod(o client.Object) []string {
 // partitionsLedBy maps a pod to the partitions whose recorded leader it is (same namespace).
 func (r *SharePartitionStateReconciler) partitionsLedBy(ctx context.Context, pod client.Object) []ctrl.Request {
 	var list sharestatev1.SharePartitionStateList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{leaderPodIndex: pod.GetName()}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{leaderPodIndex: pod.GetName()},
+		client.UnsafeDisableDeepCopy); err != nil { // only their names are read
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the partitions a pod leads", "pod", klog.KObj(pod))
 		return nil
 	}
