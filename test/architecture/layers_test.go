@@ -22,8 +22,8 @@ var layers = [][]string{
 	{"internal/fanout", "internal/metricsreg"},
 	{"pkg/sharestate/kafkawire", "pkg/sharestate/leader"},
 	{"pkg/sharestate/persister"},
-	{"controllers", "internal/metricsauth"},
-	{"internal/operator", "internal/sidecar", "internal/plugin", "internal/kubeconfig"},
+	{"controllers", "internal/metricsauth", "internal/kubeconfig"},
+	{"internal/operator", "internal/sidecar", "internal/plugin"},
 	{"cmd/", "hack/", "test/"},
 }
 
