@@ -79,6 +79,9 @@ func TestDocumentedCommands(t *testing.T) {
 		ctx := context.Background()
 		cl := kubeClient(t, kubeconfig)
 		writeShareState(ctx, t, lineAfter(run.out.String(), "(Kafka API keys 83-87) on "))
+		// A reset that ran before the backup stays in the group's spec: the restore must not run it
+		// again on the restored state (the restored epochs would then be refused as lowered).
+		resetGroup(ctx, t, cl, "before-backup")
 		saved := partitionStates(ctx, t, cl)
 		if len(saved) == 0 {
 			t.Fatal("no share-partition state to back up")
@@ -235,6 +238,30 @@ func partitionStates(ctx context.Context, t *testing.T, cl client.Client) map[st
 			LeaderEpoch: sps.Status.LeaderEpoch, StartOffset: sps.Status.StartOffset, Batches: sps.Status.StateBatches}
 	}
 	return states
+}
+
+// resetGroup resets every partition of the sample group's topic to offset 100 with a request of the
+// given id, and waits until the operator reports it done.
+func resetGroup(ctx context.Context, t *testing.T, cl client.Client, id string) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"spec":{"offsetReset":{"id":%q,"topics":[{"topicId":%q,"to":"Offset","offset":100}]}}}`, id, sampleTopicID)
+	group := &sharestatev1.ShareGroup{}
+	group.Namespace, group.Name = "default", sampleGroupName
+	if err := cl.Patch(ctx, group, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	err := testenv.Poll(time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(group), group); err != nil {
+			return err
+		}
+		if r := group.Status.LastOffsetReset; r == nil || r.ID != id || r.CompletionTime == nil {
+			return fmt.Errorf("reset %s not done: %+v", id, r)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deleteGroup deletes the sample ShareGroup and waits until the operator has deleted its partitions'
