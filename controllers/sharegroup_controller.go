@@ -196,7 +196,7 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // with are all passed at once, and with one period they would stay in step, every group's status
 // written in one burst each period instead of a few at a time.
 func (r *ShareGroupReconciler) nextTotalsRefresh() time.Duration {
-	return wait.Jitter(r.TotalsRefresh*9/10, 0.2)
+	return wait.Jitter(r.TotalsRefresh*9/10, 2.0/9) // 0.9 of it, plus up to 2/9 of that: 0.9 to 1.1
 }
 
 // doReconcile runs the phases in order and stops at the first error.

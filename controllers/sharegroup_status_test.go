@@ -40,14 +40,23 @@ func TestAggregate(t *testing.T) {
 func TestTotalsRefreshIsSpread(t *testing.T) {
 	r := &ShareGroupReconciler{TotalsRefresh: 30 * time.Second}
 	seen := map[time.Duration]bool{}
-	for range 100 {
+	for range 1000 {
 		d := r.nextTotalsRefresh()
 		if d < 27*time.Second || d >= 33*time.Second {
 			t.Fatalf("next refresh in %s, want within 27s..33s", d)
 		}
 		seen[d] = true
 	}
-	if len(seen) < 50 {
-		t.Fatalf("only %d different delays in 100 passes", len(seen))
+	lowest, highest := 33*time.Second, time.Duration(0)
+	for d := range seen {
+		lowest, highest = min(lowest, d), max(highest, d)
+	}
+	// Uniform over 27s..33s, a thousand draws all miss the half second at either end with a
+	// probability of 1e-38.
+	if lowest > 27500*time.Millisecond || highest < 32500*time.Millisecond {
+		t.Fatalf("1000 refreshes spread over %s..%s only, want 27s..33s", lowest, highest)
+	}
+	if len(seen) < 500 {
+		t.Fatalf("only %d different delays in 1000 passes", len(seen))
 	}
 }
