@@ -75,17 +75,9 @@ func zapLevel() zapcore.Level {
 }
 
 var (
-	topicA = mustTopic("q1Sh0o2QRbuBzMz8vEMbvQ")
+	topicA = sharestate.MustParseTopicID("q1Sh0o2QRbuBzMz8vEMbvQ")
 	ctx    = context.Background()
 )
-
-func mustTopic(s string) sharestate.TopicID {
-	id, err := sharestate.ParseTopicID(s)
-	if err != nil {
-		panic(err)
-	}
-	return id
-}
 
 // brokerPod creates a broker pod; ready sets its Ready condition True (else False since now).
 func brokerPod(t *testing.T, ns, name string, ready bool) *corev1.Pod {

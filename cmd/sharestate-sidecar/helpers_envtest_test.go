@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
@@ -256,34 +254,6 @@ func dial(t testing.TB, addr string) net.Conn {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// rawFrame is a request frame with any key and version, a null client id and body as given.
-func rawFrame(key, version int16, corrID int32, body []byte) []byte {
-	f := binary.BigEndian.AppendUint32(nil, 0)
-	f = binary.BigEndian.AppendUint16(f, uint16(key))
-	f = binary.BigEndian.AppendUint16(f, uint16(version))
-	f = binary.BigEndian.AppendUint32(f, uint32(corrID))
-	f = binary.BigEndian.AppendUint16(f, 0xffff)
-	f = append(f, body...)
-	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
-	return f
-}
-
-// readResponse reads one response and returns its correlation id and body; flexible says whether
-// its header has tagged fields (every response but ApiVersions').
-func readResponse(t testing.TB, c net.Conn, flexible bool) (int32, []byte) {
-	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	frame, err := kafkawire.ReadFrame(c, 1<<24)
-	if err != nil {
-		t.Fatalf("reading a response: %v", err)
-	}
-	body := frame[4:]
-	if flexible {
-		body = body[1:] // no tagged fields in a response header
-	}
-	return int32(binary.BigEndian.Uint32(frame)), body
 }
 
 // expectClosed checks that the sidecar closes c, skipping whatever it still sends first.

@@ -12,17 +12,9 @@ import (
 )
 
 var (
-	topicA = mustTopic("q1Sh0o2QRbuBzMz8vEMbvQ")
-	topicB = mustTopic("AAAAAAAAAAAAAAAAAAAAAQ")
+	topicA = sharestate.MustParseTopicID("q1Sh0o2QRbuBzMz8vEMbvQ")
+	topicB = sharestate.MustParseTopicID("AAAAAAAAAAAAAAAAAAAAAQ")
 )
-
-func mustTopic(s string) sharestate.TopicID {
-	id, err := sharestate.ParseTopicID(s)
-	if err != nil {
-		panic(err)
-	}
-	return id
-}
 
 // kafka is a franz-go client of one sidecar, sending kmsg requests to it directly, as a broker's
 // share-state client does.

@@ -18,6 +18,8 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 	"github.com/sharestate/sharestate-operator/test/testenv"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // The wire-level behaviour a Kafka client relies on, against the binary: version negotiation,
@@ -59,7 +61,7 @@ func TestUnsupportedVersion(t *testing.T) {
 	k := newKafka(t, s.addr)
 	expectCode(t, "summary", k.summary("g", 0, 0).ErrorCode, nil, errNone)
 	c := dial(t, s.addr)
-	if _, err := c.Write(rawFrame(kafkawire.KeyWriteShareGroupState, 2, 1, []byte{0})); err != nil {
+	if _, err := c.Write(wiretest.RawFrame(kafkawire.KeyWriteShareGroupState, 2, 1, []byte{0})); err != nil {
 		t.Fatal(err)
 	}
 	expectClosed(t, c)
@@ -108,7 +110,7 @@ func TestPipelining(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, key := range keys {
-		corrID, body := readResponse(t, c, key != kafkawire.KeyAPIVersions)
+		corrID, body := wiretest.ReadResponse(t, c, key != kafkawire.KeyAPIVersions)
 		if corrID != int32(10_000+i) {
 			t.Fatalf("response %d has correlation id %d, want %d", i, corrID, 10_000+i)
 		}
@@ -145,9 +147,9 @@ func TestOversizedRequestsAndGarbage(t *testing.T) {
 
 	for _, garbage := range [][]byte{
 		[]byte("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"),
-		{0xff, 0xff, 0xff, 0xff},            // a negative size
-		{0, 0, 0, 2, 0, 85},                 // too short for a header
-		rawFrame(85, 1, 1, []byte{0, 0xff}), // a Write whose group id runs past the frame
+		{0xff, 0xff, 0xff, 0xff},                     // a negative size
+		{0, 0, 0, 2, 0, 85},                          // too short for a header
+		wiretest.RawFrame(85, 1, 1, []byte{0, 0xff}), // a Write whose group id runs past the frame
 	} {
 		c := dial(t, s.addr)
 		if _, err := c.Write(garbage); err != nil {
@@ -240,7 +242,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	// Once the first answer is back, the sidecar has read a good part of the burst: the SIGTERM
 	// catches requests in flight.
-	if corrID, _ := readResponse(t, c, true); corrID != 0 {
+	if corrID, _ := wiretest.ReadResponse(t, c, true); corrID != 0 {
 		t.Fatalf("first response: correlation id %d", corrID)
 	}
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {

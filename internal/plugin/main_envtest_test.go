@@ -249,16 +249,8 @@ func newBroker(t *testing.T, ns, groupID string, id int32, pod *corev1.Pod) *bro
 	return &broker{t: t, p: p, groupID: groupID}
 }
 
-func mustTopic(s string) sharestate.TopicID {
-	id, err := sharestate.ParseTopicID(s)
-	if err != nil {
-		panic(err)
-	}
-	return id
-}
-
 func request[P any](group string, in P) sharestate.Request[P] {
-	return sharestate.Request[P]{GroupID: group, Topics: []sharestate.TopicData[P]{{TopicID: mustTopic(topicOrders), Partitions: []P{in}}}}
+	return sharestate.Request[P]{GroupID: group, Topics: []sharestate.TopicData[P]{{TopicID: sharestate.MustParseTopicID(topicOrders), Partitions: []P{in}}}}
 }
 
 func (b *broker) initialize(partition, stateEpoch int32, startOffset int64) {

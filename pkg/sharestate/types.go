@@ -96,6 +96,16 @@ func ParseTopicID(s string) (TopicID, error) {
 	return id, nil
 }
 
+// MustParseTopicID is ParseTopicID for a topic id known to be valid (a constant, a test's): it
+// panics on an invalid one.
+func MustParseTopicID(s string) TopicID {
+	id, err := ParseTopicID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
 // Request is one call of an operation: a group and, per topic, the partitions with their inputs.
 // P is the per-partition input (InitializePartition, ReadPartition, ...).
 type Request[P any] struct {

@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // advertisedListener is a broker's real listener that names the proxy in front of it as its
@@ -243,7 +245,7 @@ func TestProxyKfakePipelined(t *testing.T) {
 	}
 	for i := range rounds {
 		base := int32(3 * i)
-		got, body := readResponse(t, c, true)
+		got, body := wiretest.ReadResponse(t, c, true)
 		md := kmsg.NewPtrMetadataResponse()
 		md.Version = 12
 		if err := md.ReadFrom(body); err != nil || got != base {
@@ -252,12 +254,12 @@ func TestProxyKfakePipelined(t *testing.T) {
 		if len(md.Brokers) != 1 || net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))) != pc.addrs[0] {
 			t.Fatalf("the broker advertises %+v, not the proxy %s", md.Brokers, pc.addrs[0])
 		}
-		got, body = readResponse(t, c, true)
+		got, body = wiretest.ReadResponse(t, c, true)
 		w := kmsg.NewPtrWriteShareGroupStateResponse()
 		if err := w.ReadFrom(body); err != nil || got != base+1 || w.Topics[0].Partitions[0].Partition != int32(i) || w.Topics[0].Partitions[0].ErrorCode != 3 {
 			t.Fatalf("round %d: correlation id %d (want %d), write answer %+v, %v", i, got, base+1, w.Topics, err)
 		}
-		got, body = readResponse(t, c, false)
+		got, body = wiretest.ReadResponse(t, c, false)
 		av := kmsg.NewPtrApiVersionsResponse()
 		av.Version = 3
 		if err := av.ReadFrom(body); err != nil || got != base+2 {

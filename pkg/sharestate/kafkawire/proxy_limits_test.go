@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // closedFor reads the proxy's count of connections closed for reason.
@@ -34,11 +36,11 @@ func TestProxyClosesIdleConnections(t *testing.T) {
 	})
 	p, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String(), IdleTimeout: idle})
 	silent, waiting := dialRaw(t, addr), dialRaw(t, addr)
-	if _, err := waiting.Write(rawFrame(1, 12, 7, nil)); err != nil {
+	if _, err := waiting.Write(wiretest.RawFrame(1, 12, 7, nil)); err != nil {
 		t.Fatal(err)
 	}
 	expectClosed(t, silent)
-	if corrID, _ := readResponse(t, waiting, false); corrID != 7 {
+	if corrID, _ := wiretest.ReadResponse(t, waiting, false); corrID != 7 {
 		t.Fatalf("correlation id %d, want 7", corrID)
 	}
 	waitForClosed(t, p, closedIdle)
@@ -54,7 +56,7 @@ func TestProxyPeerThatStopsReading(t *testing.T) {
 	c := dialRaw(t, addr)
 	var requests []byte
 	for i := range int32(64) { // 64 MiB of answers: more than any socket buffers hold
-		requests = append(requests, rawFrame(1, 12, i, nil)...)
+		requests = append(requests, wiretest.RawFrame(1, 12, i, nil)...)
 	}
 	if _, err := c.Write(requests); err != nil {
 		t.Fatal(err)
@@ -81,15 +83,15 @@ func TestProxyRefusesSASLHandshakeV0(t *testing.T) {
 	if _, err := v1.Write(frameOf(handshake, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, v1, false); corrID != 1 {
+	if corrID, _ := wiretest.ReadResponse(t, v1, false); corrID != 1 {
 		t.Fatalf("SaslHandshake v1: correlation id %d, want 1", corrID)
 	}
 
 	v0 := dialRaw(t, addr)
-	if _, err := v0.Write(append(rawFrame(1, 12, 2, nil), frameOf(handshake, 0, 3)...)); err != nil {
+	if _, err := v0.Write(append(wiretest.RawFrame(1, 12, 2, nil), frameOf(handshake, 0, 3)...)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, v0, false); corrID != 2 {
+	if corrID, _ := wiretest.ReadResponse(t, v0, false); corrID != 2 {
 		t.Fatalf("the Metadata before it: correlation id %d, want 2", corrID)
 	}
 	expectClosed(t, v0)

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // upstreamAnswer is what a fakeUpstream does with one request: answer body after delay, or nothing.
@@ -144,14 +146,14 @@ func TestProxyOrdersLocalAnswersBehindUpstream(t *testing.T) {
 			out = append(out, frameOf(writeRequest("g", sharestate.WritePartition{Partition: i, StateEpoch: 5}), 0, i)...)
 			continue
 		}
-		out = append(out, rawFrame(1, 12, i, []byte(fmt.Sprintf("fetch-%d", i)))...)
+		out = append(out, wiretest.RawFrame(1, 12, i, []byte(fmt.Sprintf("fetch-%d", i)))...)
 	}
 	if _, err := c.Write(out); err != nil {
 		t.Fatal(err)
 	}
 	for i := range int32(n) {
 		if i%3 == 1 {
-			corrID, body := readResponse(t, c, true)
+			corrID, body := wiretest.ReadResponse(t, c, true)
 			if corrID != i {
 				t.Fatalf("response %d has correlation id %d", i, corrID)
 			}
@@ -164,7 +166,7 @@ func TestProxyOrdersLocalAnswersBehindUpstream(t *testing.T) {
 			}
 			continue
 		}
-		corrID, body := readResponse(t, c, false)
+		corrID, body := wiretest.ReadResponse(t, c, false)
 		want := fmt.Sprintf("resp-%d:\xff\xfffetch-%d", i, i) // the null client id, then the body
 		if corrID != i || string(body) != want {
 			t.Fatalf("response %d: correlation id %d, body %q; want %d, %q", i, corrID, body, i, want)
@@ -189,14 +191,14 @@ func TestProxyAnswersLocallyWhileUpstreamIdle(t *testing.T) {
 	c := dialRaw(t, addr)
 	for i := range int32(200) {
 		local := i%4 != 3
-		frame := rawFrame(1, 12, i, nil)
+		frame := wiretest.RawFrame(1, 12, i, nil)
 		if local {
 			frame = frameOf(writeRequest("g", sharestate.WritePartition{Partition: i, StateEpoch: 5}), 0, i)
 		}
 		if _, err := c.Write(frame); err != nil {
 			t.Fatal(err)
 		}
-		if corrID, _ := readResponse(t, c, local); corrID != i {
+		if corrID, _ := wiretest.ReadResponse(t, c, local); corrID != i {
 			t.Fatalf("request %d answered with correlation id %d", i, corrID)
 		}
 	}
@@ -218,7 +220,7 @@ func TestProxyStreamsLargeResponses(t *testing.T) {
 	_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
 	c := dialRaw(t, addr)
 	for i := int32(1); i <= 3; i++ {
-		if _, err := c.Write(rawFrame(1, 12, i, nil)); err != nil {
+		if _, err := c.Write(wiretest.RawFrame(1, 12, i, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,16 +256,16 @@ func TestProxyProduceAcksZero(t *testing.T) {
 	produce.TransactionID = &txn
 	var out []byte
 	out = append(out, frameOf(produce, 11, 1)...)
-	out = append(out, rawFrame(3, 1, 2, []byte("metadata"))...)
+	out = append(out, wiretest.RawFrame(3, 1, 2, []byte("metadata"))...)
 	out = append(out, frameOf(produce, 7, 3)...)
 	out = append(out, frameOf(writeRequest("g", sharestate.WritePartition{Partition: 4}), 0, 4)...)
 	if _, err := c.Write(out); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, false); corrID != 2 {
+	if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 2 {
 		t.Fatalf("first response has correlation id %d, want 2", corrID)
 	}
-	if corrID, _ := readResponse(t, c, true); corrID != 4 {
+	if corrID, _ := wiretest.ReadResponse(t, c, true); corrID != 4 {
 		t.Fatalf("second response has correlation id %d, want 4", corrID)
 	}
 }
@@ -316,7 +318,7 @@ func TestProxyRewritesAPIVersions(t *testing.T) {
 			if _, err := c.Write(frameOf(req, 3, 42)); err != nil {
 				t.Fatal(err)
 			}
-			corrID, body := readResponse(t, c, false)
+			corrID, body := wiretest.ReadResponse(t, c, false)
 			resp := kmsg.NewPtrApiVersionsResponse()
 			resp.Version = 3
 			if err := resp.ReadFrom(body); err != nil {
@@ -356,7 +358,7 @@ func TestProxyClosesWithUpstream(t *testing.T) {
 		up := startUpstream(t, func(int16, int16, int32, []byte) upstreamAnswer { return upstreamAnswer{hangUp: true} })
 		_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
 		c := dialRaw(t, addr)
-		if _, err := c.Write(rawFrame(1, 12, 1, nil)); err != nil {
+		if _, err := c.Write(wiretest.RawFrame(1, 12, 1, nil)); err != nil {
 			t.Fatal(err)
 		}
 		expectClosed(t, c)
@@ -367,10 +369,10 @@ func TestProxyClosesWithUpstream(t *testing.T) {
 		})
 		_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
 		c := dialRaw(t, addr)
-		if _, err := c.Write(rawFrame(1, 12, 1, nil)); err != nil {
+		if _, err := c.Write(wiretest.RawFrame(1, 12, 1, nil)); err != nil {
 			t.Fatal(err)
 		}
-		if corrID, _ := readResponse(t, c, false); corrID != 1 {
+		if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 1 {
 			t.Fatalf("correlation id %d, want 1", corrID)
 		}
 		up.closeAll()
@@ -400,7 +402,7 @@ func TestProxyShutdownDrains(t *testing.T) {
 	})
 	p, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
 	c := dialRaw(t, addr)
-	out := rawFrame(1, 12, 1, nil)
+	out := wiretest.RawFrame(1, 12, 1, nil)
 	out = append(out, frameOf(writeRequest("g", sharestate.WritePartition{Partition: 2}), 0, 2)...)
 	if _, err := c.Write(out); err != nil {
 		t.Fatal(err)
@@ -410,10 +412,10 @@ func TestProxyShutdownDrains(t *testing.T) {
 	defer cancel()
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- p.Shutdown(ctx) }()
-	if corrID, _ := readResponse(t, c, false); corrID != 1 {
+	if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 1 {
 		t.Fatalf("correlation id %d, want 1", corrID)
 	}
-	if corrID, _ := readResponse(t, c, true); corrID != 2 {
+	if corrID, _ := wiretest.ReadResponse(t, c, true); corrID != 2 {
 		t.Fatalf("correlation id %d, want 2", corrID)
 	}
 	expectClosed(t, c)
@@ -434,22 +436,22 @@ func TestProxySlowUpstreamConnectionAlone(t *testing.T) {
 	})
 	_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
 	slow, fast := dialRaw(t, addr), dialRaw(t, addr)
-	if _, err := slow.Write(rawFrame(1, 12, 666, nil)); err != nil {
+	if _, err := slow.Write(wiretest.RawFrame(1, 12, 666, nil)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	for i := range int32(20) {
-		if _, err := fast.Write(rawFrame(1, 12, i, nil)); err != nil {
+		if _, err := fast.Write(wiretest.RawFrame(1, 12, i, nil)); err != nil {
 			t.Fatal(err)
 		}
-		if corrID, _ := readResponse(t, fast, false); corrID != i {
+		if corrID, _ := wiretest.ReadResponse(t, fast, false); corrID != i {
 			t.Fatalf("correlation id %d, want %d", corrID, i)
 		}
 	}
 	if elapsed := time.Since(start); elapsed > time.Second {
 		t.Fatalf("the fast connection took %v: held up by the slow one", elapsed)
 	}
-	if corrID, _ := readResponse(t, slow, false); corrID != 666 {
+	if corrID, _ := wiretest.ReadResponse(t, slow, false); corrID != 666 {
 		t.Fatalf("correlation id %d, want 666", corrID)
 	}
 }
@@ -464,10 +466,10 @@ func TestProxySurvivesUpstreamRestart(t *testing.T) {
 	upAddr := up.ln.Addr().String()
 	_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: upAddr})
 	c := dialRaw(t, addr)
-	if _, err := c.Write(rawFrame(1, 12, 1, nil)); err != nil {
+	if _, err := c.Write(wiretest.RawFrame(1, 12, 1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, false); corrID != 1 {
+	if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 1 {
 		t.Fatalf("correlation id %d, want 1", corrID)
 	}
 	_ = up.ln.Close()
@@ -480,10 +482,10 @@ func TestProxySurvivesUpstreamRestart(t *testing.T) {
 	}
 	serveUpstream(t, ln, answer)
 	c = dialRaw(t, addr)
-	if _, err := c.Write(rawFrame(1, 12, 2, nil)); err != nil {
+	if _, err := c.Write(wiretest.RawFrame(1, 12, 2, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, false); corrID != 2 {
+	if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 2 {
 		t.Fatalf("after the restart: correlation id %d, want 2", corrID)
 	}
 }
@@ -508,10 +510,10 @@ func TestProxyRequireAuthentication(t *testing.T) {
 			})
 			_, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String(), RequireAuthentication: true})
 			c := dialRaw(t, addr)
-			if _, err := c.Write(rawFrame(keySASLAuthenticate, tc.version, 1, nil)); err != nil {
+			if _, err := c.Write(wiretest.RawFrame(keySASLAuthenticate, tc.version, 1, nil)); err != nil {
 				t.Fatal(err)
 			}
-			if corrID, _ := readResponse(t, c, false); corrID != 1 {
+			if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 1 {
 				t.Fatalf("correlation id %d, want 1", corrID)
 			}
 			if _, err := c.Write(frameOf(writeRequest("g", sharestate.WritePartition{Partition: 2}), 0, 2)); err != nil {
@@ -521,7 +523,7 @@ func TestProxyRequireAuthentication(t *testing.T) {
 				expectClosed(t, c)
 				return
 			}
-			if corrID, _ := readResponse(t, c, true); corrID != 2 {
+			if corrID, _ := wiretest.ReadResponse(t, c, true); corrID != 2 {
 				t.Fatalf("correlation id %d, want 2", corrID)
 			}
 		})
@@ -569,11 +571,11 @@ func TestProxyFrameExact(t *testing.T) {
 	frame := be32(nil, int32(len(req)))
 	frame = append(frame, req...)
 
-	out := append(rawFrame(1, 12, 0x01020303, []byte("before")), frame...)
+	out := append(wiretest.RawFrame(1, 12, 0x01020303, []byte("before")), frame...)
 	if _, err := c.Write(out); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, false); corrID != 0x01020303 {
+	if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 0x01020303 {
 		t.Fatalf("first response: correlation id %#x, want 0x01020303", corrID)
 	}
 	message := dccMessage(77, 1)

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // seedRequests are valid request frames (without the size field) of every API and version the
@@ -41,7 +43,7 @@ func seedRequests() [][]byte {
 			seeds = append(seeds, frameOf(req, v, int32(v))[4:])
 		}
 	}
-	return append(seeds, rawFrame(KeyAPIVersions, 99, 1, nil)[4:], rawFrame(1000, 0, 1, []byte{1, 2})[4:])
+	return append(seeds, wiretest.RawFrame(KeyAPIVersions, 99, 1, nil)[4:], wiretest.RawFrame(1000, 0, 1, []byte{1, 2})[4:])
 }
 
 // FuzzDecode drives every request decoder path (the header, each API at each version, refusals)

@@ -2,7 +2,6 @@ package kafkawire
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -161,38 +160,6 @@ func dialRaw(t testing.TB, addr string) net.Conn {
 func frameOf(req kmsg.Request, version int16, corrID int32) []byte {
 	req.SetVersion(version)
 	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, corrID)
-}
-
-// rawFrame is a frame with a request header for any key and version, and body bytes as given.
-func rawFrame(key, version int16, corrID int32, body []byte) []byte {
-	f := binary.BigEndian.AppendUint32(nil, 0)
-	f = binary.BigEndian.AppendUint16(f, uint16(key))
-	f = binary.BigEndian.AppendUint16(f, uint16(version))
-	f = binary.BigEndian.AppendUint32(f, uint32(corrID))
-	f = binary.BigEndian.AppendUint16(f, 0xffff) // null client id
-	f = append(f, body...)
-	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
-	return f
-}
-
-// readResponse reads one response and returns its correlation id and body. flexible says whether
-// its header has tagged fields (every response but ApiVersions').
-func readResponse(t testing.TB, c net.Conn, flexible bool) (int32, []byte) {
-	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	frame, err := ReadFrame(c, 1<<20)
-	if err != nil {
-		t.Fatalf("reading a response: %v", err)
-	}
-	corrID := int32(binary.BigEndian.Uint32(frame))
-	body := frame[4:]
-	if flexible {
-		if body[0] != 0 {
-			t.Fatalf("response header has %d tagged fields, want 0", body[0])
-		}
-		body = body[1:]
-	}
-	return corrID, body
 }
 
 // expectClosed checks that the server closes c (after any responses already due, which it skips).

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // fullWrite is the largest Write frame (v1, correlation id corrID) of at most size bytes made of
@@ -78,7 +80,7 @@ func TestARequestAboveTheDefaultLimitClosesOnlyItsConnection(t *testing.T) {
 	if _, err := bystander.Write(atLimit); err != nil {
 		t.Fatal(err)
 	}
-	corrID, body := readResponse(t, bystander, true)
+	corrID, body := wiretest.ReadResponse(t, bystander, true)
 	resp := kmsg.WriteShareGroupStateResponse{Version: 1}
 	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestTheLargestAllowedRequestCostsASmallMultipleOfItsSize(t *testing.T) {
 	if _, err := c.Write(frame); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, true); corrID != 9 {
+	if corrID, _ := wiretest.ReadResponse(t, c, true); corrID != 9 {
 		t.Fatalf("correlation id %d, want 9", corrID)
 	}
 	runtime.ReadMemStats(&after)
@@ -145,7 +147,7 @@ func TestQueuedRequestBytesAreBounded(t *testing.T) {
 		t.Fatalf("the store has begun %d partitions after %v; want 2: the third request must wait for the budget", n, time.Since(start))
 	}
 	for i, conn := range []net.Conn{a, b, c} {
-		if corrID, _ := readResponse(t, conn, true); corrID != int32(i) {
+		if corrID, _ := wiretest.ReadResponse(t, conn, true); corrID != int32(i) {
 			t.Fatalf("connection %d: correlation id %d", i, corrID)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // A panic while serving a request is counted as an UNKNOWN_SERVER_ERROR request and as a connection
@@ -25,7 +27,7 @@ func TestServePanicIsCountedAndClosesOnlyItsConnection(t *testing.T) {
 	if _, err := c.Write(append(good, bad...)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, true); corrID != 1 {
+	if corrID, _ := wiretest.ReadResponse(t, c, true); corrID != 1 {
 		t.Fatalf("the request before the panicking one got correlation id %d, want 1", corrID)
 	}
 	expectClosed(t, c)

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+
+	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
 // Pipelined requests are served concurrently and answered in request order: the first request is
@@ -32,7 +34,7 @@ func TestPipelinedRequestsAreAnsweredInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		corrID, body := readResponse(t, c, true)
+		corrID, body := wiretest.ReadResponse(t, c, true)
 		if corrID != int32(1000+i) {
 			t.Fatalf("response %d has correlation id %d, want %d", i, corrID, 1000+i)
 		}
@@ -60,7 +62,7 @@ func TestAPIVersions(t *testing.T) {
 		if _, err := c.Write(frameOf(req, v, int32(v))); err != nil {
 			t.Fatal(err)
 		}
-		corrID, body := readResponse(t, c, false) // ApiVersions' response header is v0 at every version
+		corrID, body := wiretest.ReadResponse(t, c, false) // ApiVersions' response header is v0 at every version
 		resp := kmsg.ApiVersionsResponse{Version: v}
 		if err := resp.ReadFrom(body); err != nil {
 			t.Fatalf("v%d: %v", v, err)
@@ -89,10 +91,10 @@ func TestAPIVersionsFallback(t *testing.T) {
 	_, addr := startServer(t, ServerOptions{Store: &echoStore{}})
 	c := dialRaw(t, addr)
 	// The body of a version from the future is not decoded: garbage after the header is fine.
-	if _, err := c.Write(rawFrame(KeyAPIVersions, 99, 7, []byte{0, 1, 2, 3, 4, 5})); err != nil {
+	if _, err := c.Write(wiretest.RawFrame(KeyAPIVersions, 99, 7, []byte{0, 1, 2, 3, 4, 5})); err != nil {
 		t.Fatal(err)
 	}
-	corrID, body := readResponse(t, c, false)
+	corrID, body := wiretest.ReadResponse(t, c, false)
 	resp := kmsg.ApiVersionsResponse{Version: 0}
 	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)
@@ -106,7 +108,7 @@ func TestAPIVersionsFallback(t *testing.T) {
 	if _, err := c.Write(frameOf(req, 4, 8)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, false); corrID != 8 {
+	if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 8 {
 		t.Fatalf("the retry at v4 got correlation id %d", corrID)
 	}
 }
@@ -121,7 +123,7 @@ func TestAPIVersionsRefusesInvalidSoftwareName(t *testing.T) {
 	if _, err := c.Write(frameOf(req, 3, 1)); err != nil {
 		t.Fatal(err)
 	}
-	_, body := readResponse(t, c, false)
+	_, body := wiretest.ReadResponse(t, c, false)
 	resp := kmsg.ApiVersionsResponse{Version: 3}
 	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)
@@ -154,11 +156,11 @@ func TestUnsupportedRequestsCloseTheirConnection(t *testing.T) {
 			before := testutil.ToFloat64(srv.metrics.connectionsClosed.WithLabelValues(closedUnsupport))
 			c := dialRaw(t, addr)
 			good := frameOf(writeRequest("g", sharestate.WritePartition{Partition: 1, StartOffset: -1}), 1, 1)
-			bad := rawFrame(tc.key, tc.version, 2, []byte{0, 0, 0})
+			bad := wiretest.RawFrame(tc.key, tc.version, 2, []byte{0, 0, 0})
 			if _, err := c.Write(append(good, bad...)); err != nil {
 				t.Fatal(err)
 			}
-			if corrID, _ := readResponse(t, c, true); corrID != 1 {
+			if corrID, _ := wiretest.ReadResponse(t, c, true); corrID != 1 {
 				t.Fatalf("the request before the refused one got correlation id %d", corrID)
 			}
 			expectClosed(t, c)
@@ -179,7 +181,7 @@ func TestMalformedFramesCloseTheirConnection(t *testing.T) {
 	truncatedWrite = truncatedWrite[:len(truncatedWrite)-5]
 	binary.BigEndian.PutUint32(truncatedWrite, uint32(len(truncatedWrite)-4))
 	// Header tags, group "g", then 2^30 topics announced in a frame of a few bytes.
-	hugeArray := rawFrame(KeyWriteShareGroupState, 1, 4, kbin.AppendUvarint([]byte{0, 2, 'g'}, 1<<30))
+	hugeArray := wiretest.RawFrame(KeyWriteShareGroupState, 1, 4, kbin.AppendUvarint([]byte{0, 2, 'g'}, 1<<30))
 	cases := []struct {
 		name   string
 		bytes  []byte
@@ -214,7 +216,7 @@ func expectAPIVersions(t *testing.T, c net.Conn) {
 	if _, err := c.Write(frameOf(kmsg.NewPtrApiVersionsRequest(), 0, 42)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, c, false); corrID != 42 {
+	if corrID, _ := wiretest.ReadResponse(t, c, false); corrID != 42 {
 		t.Fatalf("correlation id %d, want 42", corrID)
 	}
 }
@@ -243,7 +245,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	if d := time.Since(start); d < idle-50*time.Millisecond || d > 5*idle {
 		t.Fatalf("the idle connection closed after %v, want about %v", d, idle)
 	}
-	if corrID, _ := readResponse(t, busy, true); corrID != 1 {
+	if corrID, _ := wiretest.ReadResponse(t, busy, true); corrID != 1 {
 		t.Fatalf("correlation id %d", corrID)
 	}
 	if d := time.Since(start); d < 3*idle {
@@ -267,7 +269,7 @@ func TestGracefulShutdownDrainsRequestsInFlight(t *testing.T) {
 	waitFor(t, "the request to reach the store", func() bool { return store.calls.Load() == 1 })
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- srv.Shutdown(context.Background()) }()
-	corrID, body := readResponse(t, c, true)
+	corrID, body := wiretest.ReadResponse(t, c, true)
 	resp := kmsg.WriteShareGroupStateResponse{Version: 1}
 	if err := resp.ReadFrom(body); err != nil || corrID != 5 || *resp.Topics[0].Partitions[0].ErrorMessage != dccMessage(9, 0) {
 		t.Fatalf("drained answer: correlation id %d, %+v, %v", corrID, resp, err)
@@ -315,7 +317,7 @@ func TestStorePanicClosesOnlyItsConnection(t *testing.T) {
 	if _, err := bystander.Write(frameOf(writeRequest("g", sharestate.WritePartition{Partition: 1, StartOffset: -1}), 1, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if corrID, _ := readResponse(t, bystander, true); corrID != 2 {
+	if corrID, _ := wiretest.ReadResponse(t, bystander, true); corrID != 2 {
 		t.Fatalf("correlation id %d", corrID)
 	}
 }
@@ -331,7 +333,7 @@ func TestRequestsAreCounted(t *testing.T) {
 	if _, err := c.Write(frameOf(req, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
-	readResponse(t, c, true)
+	wiretest.ReadResponse(t, c, true)
 	if got := testutil.ToFloat64(fenced); got != before+1 {
 		t.Fatalf("FENCED_STATE_EPOCH writes counted %v, want %v", got, before+1)
 	}
@@ -347,7 +349,7 @@ func TestRequestTimeout(t *testing.T) {
 	if _, err := c.Write(frameOf(writeRequest("g", sharestate.WritePartition{Partition: 1, StartOffset: -1}), 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	_, body := readResponse(t, c, true)
+	_, body := wiretest.ReadResponse(t, c, true)
 	resp := kmsg.WriteShareGroupStateResponse{Version: 1}
 	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)

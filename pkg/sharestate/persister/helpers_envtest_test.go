@@ -15,17 +15,9 @@ import (
 )
 
 var (
-	topicA = mustTopic("q1Sh0o2QRbuBzMz8vEMbvQ")
-	topicB = mustTopic("AAAAAAAAAAAAAAAAAAAAAQ")
+	topicA = sharestate.MustParseTopicID("q1Sh0o2QRbuBzMz8vEMbvQ")
+	topicB = sharestate.MustParseTopicID("AAAAAAAAAAAAAAAAAAAAAQ")
 )
-
-func mustTopic(s string) sharestate.TopicID {
-	id, err := sharestate.ParseTopicID(s)
-	if err != nil {
-		panic(err)
-	}
-	return id
-}
 
 // newPersister returns a persister for broker id with a client (and so a connection and a cache) of
 // its own.
