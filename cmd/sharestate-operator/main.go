@@ -54,6 +54,8 @@ func main() {
 	var qps float64
 	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS, "client-side bound on requests per second to the API server")
 	flag.IntVar(&opts.KubeAPIBurst, "kube-api-burst", operator.DefaultKubeAPIBurst, "client-side burst of requests to the API server")
+	flag.BoolVar(&opts.KubeAPICompression, "kube-api-compression", false,
+		"ask the API server to gzip its responses, watches included: less traffic, more CPU on both sides for every partition write")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse() // controller-runtime's --kubeconfig is registered on the same flag set
