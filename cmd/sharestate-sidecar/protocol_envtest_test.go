@@ -18,7 +18,6 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 	"github.com/sharestate/sharestate-operator/test/testenv"
-
 	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 

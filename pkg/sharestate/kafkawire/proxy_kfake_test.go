@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
-
 	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
-
 	"github.com/sharestate/sharestate-operator/test/wiretest"
 )
 
