@@ -139,15 +139,7 @@ func produceAndFetch(ctx context.Context, cl *kgo.Client, value []byte) error {
 func wireWrites(viaProxy bool) func(context.Context, client.Client, string) ([]writeFunc, error) {
 	const writersPerPartition = 64
 	return func(ctx context.Context, c client.Client, namespace string) ([]writeFunc, error) {
-		p, err := persister.New(persister.Options{Client: c, Namespace: namespace, Identity: identity})
-		if err != nil {
-			return nil, err
-		}
-		topic, err := sharestate.ParseTopicID(topicIDText)
-		if err != nil {
-			return nil, err
-		}
-		stateEpochs, err := initializeAndRead(ctx, p, topic, 1)
+		p, stateEpochs, err := ledPartitions(ctx, c, namespace, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +159,7 @@ func wireWrites(viaProxy bool) func(context.Context, client.Client, string) ([]w
 		cursor := &offsetCursor{}
 		writers := make([]writeFunc, writersPerPartition)
 		for i := range writers {
-			writers[i] = persisterWriter(wire, topic, 0, stateEpochs[0], cursor)
+			writers[i] = persisterWriter(wire, benchTopic, 0, stateEpochs[0], cursor)
 		}
 		return writers, nil
 	}

@@ -134,10 +134,7 @@ func readyBroker(ctx context.Context, c client.Client, ns, name string, id int32
 // initializeGroup initializes the group's partitions at state epoch benchEpoch, reads them at leader
 // epoch benchEpoch, which records p's broker as their leader, and writes their steady state.
 func initializeGroup(ctx context.Context, p *persister.Persister, g scaleGroup) error {
-	topic, err := sharestate.ParseTopicID(topicIDText)
-	if err != nil {
-		return err
-	}
+	topic := benchTopic
 	initReq := sharestate.InitializeRequest{GroupID: g.id, Topics: []sharestate.TopicData[sharestate.InitializePartition]{{TopicID: topic}}}
 	readReq := sharestate.ReadRequest{GroupID: g.id, Topics: []sharestate.TopicData[sharestate.ReadPartition]{{TopicID: topic}}}
 	for i := range g.partitions {
@@ -215,7 +212,7 @@ func (l scaleLayout) loadTargets(stores map[string]sharestate.Store) []loadTarge
 // roundRobinWrites returns a writeFunc that writes the targets in turn: every partition is written as
 // often as the others, as acknowledgements spread over a cluster's partitions.
 func roundRobinWrites(targets []loadTarget) writeFunc {
-	topic, _ := sharestate.ParseTopicID(topicIDText) // a constant that parses (initializeGroup checks it)
+	topic := benchTopic
 	var next atomic.Int64
 	return func(ctx context.Context) error {
 		t := targets[(next.Add(1)-1)%int64(len(targets))]

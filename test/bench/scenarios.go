@@ -96,15 +96,7 @@ func naiveWrites(ctx context.Context, c client.Client, namespace string) ([]writ
 // epoch) before the clock starts; every write sends the epochs the Read answered.
 func persisterWrites(writersPerPartition, partitions int) func(context.Context, client.Client, string) ([]writeFunc, error) {
 	return func(ctx context.Context, c client.Client, namespace string) ([]writeFunc, error) {
-		p, err := persister.New(persister.Options{Client: c, Namespace: namespace, Identity: identity})
-		if err != nil {
-			return nil, err
-		}
-		topic, err := sharestate.ParseTopicID(topicIDText)
-		if err != nil {
-			return nil, err
-		}
-		stateEpochs, err := initializeAndRead(ctx, p, topic, partitions)
+		p, stateEpochs, err := ledPartitions(ctx, c, namespace, partitions)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +104,7 @@ func persisterWrites(writersPerPartition, partitions int) func(context.Context, 
 		for partition, stateEpoch := range stateEpochs {
 			cursor := &offsetCursor{}
 			for range writersPerPartition {
-				writers = append(writers, persisterWriter(p, topic, int32(partition), stateEpoch, cursor))
+				writers = append(writers, persisterWriter(p, benchTopic, int32(partition), stateEpoch, cursor))
 			}
 		}
 		return writers, nil
@@ -133,6 +125,18 @@ func persisterWriter(p sharestate.Store, topic sharestate.TopicID, partition, st
 		}})
 		return checkAnswers(resp.Topics, 1, resultOf)
 	}
+}
+
+// ledPartitions returns a persister of the bench's broker in namespace that has initialized
+// partitions 0..n-1 of benchTopic and read them (which records it as their leader), and each one's
+// state epoch.
+func ledPartitions(ctx context.Context, c client.Client, namespace string, n int) (*persister.Persister, []int32, error) {
+	p, err := persister.New(persister.Options{Client: c, Namespace: namespace, Identity: identity})
+	if err != nil {
+		return nil, nil, err
+	}
+	stateEpochs, err := initializeAndRead(ctx, p, benchTopic, n)
+	return p, stateEpochs, err
 }
 
 // initializeAndRead initializes partitions 0..n-1 at state epoch benchEpoch and start offset

@@ -33,6 +33,9 @@ const (
 	benchEpoch int32 = 1
 )
 
+// benchTopic is topicIDText parsed.
+var benchTopic = sharestate.MustParseTopicID(topicIDText)
+
 // identity is the broker every scenario writes as.
 var identity = persister.Identity{BrokerID: 1, PodName: "bench-broker", PodUID: "uid"}
 
@@ -89,15 +92,7 @@ func createStates(ctx context.Context, c client.Client, namespace string, n int)
 	// The baselines update objects of the very shape the persister writes (its ShareGroup owner
 	// reference and label included, created by its Initialize), so that the comparison measures the
 	// persister's work and not a difference in object size.
-	p, err := persister.New(persister.Options{Client: c, Namespace: namespace, Identity: identity})
-	if err != nil {
-		return nil, err
-	}
-	topic, err := sharestate.ParseTopicID(topicIDText)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := initializeAndRead(ctx, p, topic, n); err != nil {
+	if _, _, err := ledPartitions(ctx, c, namespace, n); err != nil {
 		return nil, err
 	}
 	states := make([]*v1alpha1.SharePartitionState, n)
