@@ -64,11 +64,23 @@ func newCPUProbe() cpuProbe {
 	if _, err := readCPU(self); err != nil {
 		return cpuProbe{}
 	}
-	probe := cpuProbe{procs: []process{{name: "bench", pid: self}}}
-	entries, err := os.ReadDir("/proc")
+	children, err := childProcesses("kube-apiserver", "etcd")
 	if err != nil {
 		return cpuProbe{}
 	}
+	probe := cpuProbe{procs: append([]process{{name: "bench", pid: self}}, children...)}
+	slices.SortStableFunc(probe.procs[1:], func(a, b process) int { return strings.Compare(b.name, a.name) })
+	return probe
+}
+
+// childProcesses lists this process's children whose command is one of names, from /proc.
+func childProcesses(names ...string) ([]process, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var children []process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -79,12 +91,11 @@ func newCPUProbe() cpuProbe {
 			continue // it ended meanwhile
 		}
 		comm, ppid, _, err := parseStat(string(stat))
-		if err == nil && ppid == self && (comm == "kube-apiserver" || comm == "etcd") {
-			probe.procs = append(probe.procs, process{name: comm, pid: pid})
+		if err == nil && ppid == self && slices.Contains(names, comm) {
+			children = append(children, process{name: comm, pid: pid})
 		}
 	}
-	slices.SortStableFunc(probe.procs[1:], func(a, b process) int { return strings.Compare(b.name, a.name) })
-	return probe
+	return children, nil
 }
 
 // sample returns the CPU seconds each process has used so far, in the order of procs, and then those

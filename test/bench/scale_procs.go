@@ -143,27 +143,14 @@ func findAPIServer(cfg *rest.Config) (int, error) {
 		return 0, fmt.Errorf("the API server's address %q: %w", cfg.Host, err)
 	}
 	port := u.Port()
-	entries, err := os.ReadDir("/proc")
+	servers, err := childProcesses("kube-apiserver")
 	if err != nil {
 		return 0, err
 	}
-	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		comm, ppid, _, err := parseStat(string(stat))
-		if err != nil || ppid != self || comm != "kube-apiserver" {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for _, p := range servers {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "cmdline"))
 		if err == nil && strings.Contains(string(cmdline), "--secure-port="+port+"\x00") {
-			return pid, nil
+			return p.pid, nil
 		}
 	}
 	return 0, fmt.Errorf("no kube-apiserver child of this process serves port %s", port)
