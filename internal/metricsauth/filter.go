@@ -9,13 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
@@ -31,6 +24,18 @@ const (
 	allowedTTL    = time.Minute
 	refusedTTL    = 10 * time.Second
 )
+
+// TokenAuthenticator says whose a bearer token is: not ok when the API server refuses the token, an
+// error when it could not be asked.
+type TokenAuthenticator interface {
+	AuthenticateToken(ctx context.Context, token string) (user authenticationv1.UserInfo, ok bool, err error)
+}
+
+// Authorizer says whether user may use verb on the non-resource URL path, and if not, why; an error
+// when it could not be asked.
+type Authorizer interface {
+	Authorize(ctx context.Context, user authenticationv1.UserInfo, verb, path string) (allowed bool, reason string, err error)
+}
 
 // FilterProvider is a metricsserver.Options.FilterProvider that authenticates and authorizes every
 // request through the API server of cfg. The identity of cfg needs to create tokenreviews
@@ -51,24 +56,12 @@ func FilterProvider(cfg *rest.Config, httpClient *http.Client) (metricsserver.Fi
 	if err != nil {
 		return nil, fmt.Errorf("creating the SubjectAccessReview client: %w", err)
 	}
-	access, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: authz,
-		AllowCacheTTL:             allowedTTL,
-		DenyCacheTTL:              refusedTTL,
-		// Retries of a review the API server could not answer (5xx, 429, a dropped connection), as
-		// Kubernetes' own delegated authorization does them.
-		WebhookRetryBackoff: &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5},
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("creating the authorizer: %w", err)
-	}
-	tokens := tokencache.New(&tokenReviewer{reviews: authn.TokenReviews()}, false, allowedTTL, refusedTTL)
-	return Filter(tokens, access), nil
+	return Filter(newTokenReviewer(authn.TokenReviews(), time.Now), newAccessReviewer(authz.SubjectAccessReviews(), time.Now)), nil
 }
 
 // Filter returns a metrics filter that authenticates a request's bearer token with tokens and
 // authorizes its user for the request's method (lower-cased: get) on its path with access.
-func Filter(tokens authenticator.Token, access authorizer.UnconditionalAuthorizer) metricsserver.Filter {
+func Filter(tokens TokenAuthenticator, access Authorizer) metricsserver.Filter {
 	return func(log logr.Logger, next http.Handler) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, ok := bearerToken(r)
@@ -76,7 +69,7 @@ func Filter(tokens authenticator.Token, access authorizer.UnconditionalAuthorize
 				http.Error(w, "Unauthorized", http.StatusUnauthorized)
 				return
 			}
-			resp, ok, err := tokens.AuthenticateToken(r.Context(), token)
+			user, ok, err := tokens.AuthenticateToken(r.Context(), token)
 			switch {
 			case err != nil:
 				log.Error(err, "Reviewing a scraper's token failed")
@@ -87,15 +80,14 @@ func Filter(tokens authenticator.Token, access authorizer.UnconditionalAuthorize
 				http.Error(w, "Unauthorized", http.StatusUnauthorized)
 				return
 			}
-			attrs := authorizer.AttributesRecord{User: resp.User, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
-			decision, reason, err := access.Authorize(r.Context(), attrs)
+			allowed, reason, err := access.Authorize(r.Context(), user, strings.ToLower(r.Method), r.URL.Path)
 			switch {
 			case err != nil:
-				log.Error(err, "Reviewing a scraper's access failed", "user", resp.User.GetName())
+				log.Error(err, "Reviewing a scraper's access failed", "user", user.Username)
 				http.Error(w, "Authorization failed", http.StatusInternalServerError)
 				return
-			case decision != authorizer.DecisionAllow:
-				log.V(4).Info("Refused a scrape by a user without access", "user", resp.User.GetName(), "reason", reason)
+			case !allowed:
+				log.V(4).Info("Refused a scrape by a user without access", "user", user.Username, "reason", reason)
 				http.Error(w, "Forbidden", http.StatusForbidden)
 				return
 			}
@@ -112,33 +104,4 @@ func bearerToken(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return token, true
-}
-
-// tokenReviewer authenticates a token with a TokenReview. Unlike the API server's webhook token
-// authenticator, it reports a token the API server refuses as unauthenticated, not as an error: an
-// error here means the review could not be made.
-type tokenReviewer struct {
-	reviews authenticationv1client.TokenReviewInterface
-}
-
-func (t *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
-	defer cancel()
-	review, err := t.reviews.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, false, fmt.Errorf("creating a TokenReview: %w", err)
-	}
-	if !review.Status.Authenticated {
-		// status.error says why; the scraper is not told (it would only learn why its guess failed).
-		return nil, false, nil
-	}
-	u := review.Status.User
-	var extra map[string][]string
-	if len(u.Extra) > 0 {
-		extra = make(map[string][]string, len(u.Extra))
-		for k, v := range u.Extra {
-			extra[k] = v
-		}
-	}
-	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}}, true, nil
 }

@@ -6,42 +6,40 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// tokens is an authenticator.Token: "good" and "nobody" are users, "broken" cannot be reviewed, any
+// tokens is a TokenAuthenticator: "good" and "nobody" are users, "broken" cannot be reviewed, any
 // other token is refused.
 type tokens struct{}
 
-func (tokens) AuthenticateToken(_ context.Context, token string) (*authenticator.Response, bool, error) {
+func (tokens) AuthenticateToken(_ context.Context, token string) (authenticationv1.UserInfo, bool, error) {
 	switch token {
 	case "good", "nobody":
-		return &authenticator.Response{User: &user.DefaultInfo{Name: token}}, true, nil
+		return authenticationv1.UserInfo{Username: token}, true, nil
 	case "broken":
-		return nil, false, errors.New("the API server cannot be reached")
+		return authenticationv1.UserInfo{}, false, errors.New("the API server cannot be reached")
 	}
-	return nil, false, nil
+	return authenticationv1.UserInfo{}, false, nil
 }
 
-// access allows "good" to get /metrics, cannot review "broken-authz", and has no opinion otherwise.
+// access allows "good" to get /metrics, cannot review "/broken-authz", and refuses everything else.
 type access struct{}
 
-func (access) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+func (access) Authorize(_ context.Context, user authenticationv1.UserInfo, verb, path string) (bool, string, error) {
 	switch {
-	case a.GetUser().GetName() == "good" && a.GetVerb() == "get" && a.GetPath() == "/metrics" && !a.IsResourceRequest():
-		return authorizer.DecisionAllow, "", nil
-	case a.GetPath() == "/broken-authz":
-		return authorizer.DecisionNoOpinion, "", errors.New("the API server cannot be reached")
+	case user.Username == "good" && verb == "get" && path == "/metrics":
+		return true, "", nil
+	case path == "/broken-authz":
+		return false, "", errors.New("the API server cannot be reached")
 	}
-	return authorizer.DecisionNoOpinion, "no rule", nil
+	return false, "no rule", nil
 }
 
 func TestFilterStatuses(t *testing.T) {
@@ -101,13 +99,14 @@ func TestTokenReviewer(t *testing.T) {
 		}
 		return true, review, nil
 	})
-	r := &tokenReviewer{reviews: cs.AuthenticationV1().TokenReviews()}
+	r := newTokenReviewer(cs.AuthenticationV1().TokenReviews(), time.Now)
+	r.backoff = fastBackoff
 	ctx := context.Background()
-	if resp, ok, err := r.AuthenticateToken(ctx, "good"); err != nil || !ok || resp.User.GetName() != "system:serviceaccount:ns:scraper" || len(resp.User.GetGroups()) != 1 {
-		t.Fatalf("a good token: %v, %v, %v", resp, ok, err)
+	if user, ok, err := r.AuthenticateToken(ctx, "good"); err != nil || !ok || user.Username != "system:serviceaccount:ns:scraper" || len(user.Groups) != 1 {
+		t.Fatalf("a good token: %v, %v, %v", user, ok, err)
 	}
-	if resp, ok, err := r.AuthenticateToken(ctx, "garbage"); err != nil || ok || resp != nil {
-		t.Fatalf("a refused token: %v, %v, %v; want unauthenticated without an error", resp, ok, err)
+	if user, ok, err := r.AuthenticateToken(ctx, "garbage"); err != nil || ok || user.Username != "" {
+		t.Fatalf("a refused token: %v, %v, %v; want unauthenticated without an error", user, ok, err)
 	}
 	if _, ok, err := r.AuthenticateToken(ctx, "broken"); err == nil || ok {
 		t.Fatalf("a failed review: %v, %v; want an error", ok, err)
