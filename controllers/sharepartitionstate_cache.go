@@ -2,6 +2,10 @@ package controllers
 
 import (
 	"strconv"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
@@ -19,18 +23,24 @@ const cachedInFlightAnnotation = "sharestate.dev/cached-in-flight-records"
 // a partition's spec, epochs, leader, creation time, delivery-complete count and conditions, never its
 // state batches: those are most of the object (up to 10,000 strings), and the persister rewrites
 // them on every acknowledgement. The cache keeps, instead of the batches, the one figure the group
-// aggregate needs from them (the in-flight record count), and drops managedFields as every cached
-// kind does.
+// aggregate needs from them (the in-flight record count). It drops managedFields as every cached
+// kind does, and the persister's record of its last write (time, count, id) and the last fenced
+// leader, which no reconciler reads. The strings that repeat from partition to partition (namespace,
+// group, topic, leader, owner, condition types and reasons) are shared (partitionStrings).
 //
 // Objects in the cache are therefore not what the API server holds: nothing may write one back
 // whole (an Update). The reconcilers write partitions with merge patches of what they change,
-// conditional on the resourceVersion where a fencing decision rides on it.
+// conditional on the resourceVersion where a fencing decision rides on it; a field the cache dropped
+// is absent from both sides of such a patch, so the patch leaves it as it is.
 func SlimPartitionState(obj any) (any, error) {
 	sps, ok := obj.(*sharestatev1.SharePartitionState)
 	if !ok {
 		return obj, nil
 	}
 	sps.ManagedFields = nil
+	sps.Status.WriteTime, sps.Status.WriteCount, sps.Status.LastWriteID = nil, 0, ""
+	sps.Status.FencedLeader = nil
+	partitionStrings.share(sps)
 	// The API server's copy has no such annotation, unless someone set it by hand: it is not the count.
 	delete(sps.Annotations, cachedInFlightAnnotation)
 	if len(sps.Status.StateBatches) == 0 {
@@ -64,4 +74,56 @@ func inFlight(p *sharestatev1.SharePartitionState) int64 {
 		return 0
 	}
 	return sharestate.InFlightRecords(batches)
+}
+
+// maxSharedStrings bounds the table of shared strings. Its values change slowly (a pod's UID with each
+// restart of the pod); when it is full it starts afresh, and the objects cached before keep their copies.
+const maxSharedStrings = 1 << 14
+
+// partitionStrings holds one copy of each string that partitions repeat: at 10,000 partitions the
+// same namespace, group, topic, leader pod and condition reasons would otherwise be decoded and kept
+// 10,000 times.
+var partitionStrings = &stringTable{strings: map[string]string{}}
+
+type stringTable struct {
+	mu      sync.Mutex
+	strings map[string]string
+}
+
+// intern returns the table's copy of s, adding s when it has none.
+func (t *stringTable) intern(s string) string {
+	if s == "" {
+		return s
+	}
+	if shared, ok := t.strings[s]; ok {
+		return shared
+	}
+	if len(t.strings) >= maxSharedStrings {
+		clear(t.strings)
+	}
+	t.strings[s] = s
+	return s
+}
+
+// share replaces the repeated strings of a partition with the table's copies.
+func (t *stringTable) share(sps *sharestatev1.SharePartitionState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sps.Kind, sps.APIVersion, sps.Namespace = t.intern(sps.Kind), t.intern(sps.APIVersion), t.intern(sps.Namespace)
+	for k, v := range sps.Labels {
+		sps.Labels[k] = t.intern(v)
+	}
+	for i := range sps.OwnerReferences {
+		o := &sps.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name, o.UID = t.intern(o.APIVersion), t.intern(o.Kind), t.intern(o.Name), types.UID(t.intern(string(o.UID)))
+	}
+	spec := &sps.Spec
+	spec.GroupID, spec.TopicID, spec.TopicName = sharestatev1.GroupID(t.intern(string(spec.GroupID))), sharestatev1.TopicID(t.intern(string(spec.TopicID))), t.intern(spec.TopicName)
+	if l := sps.Status.Leader; l != nil {
+		l.PodName, l.PodUID = t.intern(l.PodName), t.intern(l.PodUID)
+	}
+	for i := range sps.Status.Conditions {
+		c := &sps.Status.Conditions[i]
+		c.Type, c.Status, c.Reason = t.intern(c.Type), metav1.ConditionStatus(t.intern(string(c.Status))), t.intern(c.Reason)
+	}
 }
