@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,13 +26,14 @@ const cachedInFlightAnnotation = "sharestate.dev/cached-in-flight-records"
 // them on every acknowledgement. The cache keeps, instead of the batches, the one figure the group
 // aggregate needs from them (the in-flight record count). It drops managedFields as every cached
 // kind does, and the persister's record of its last write (time, count, id) and the last fenced
-// leader, which no reconciler reads. The strings that repeat from partition to partition (namespace,
-// group, topic, leader, owner, condition types and reasons) are shared (partitionStrings).
+// leader, which no reconciler reads. What partitions repeat is held once (partitionShares).
 //
 // Objects in the cache are therefore not what the API server holds: nothing may write one back
 // whole (an Update). The reconcilers write partitions with merge patches of what they change,
 // conditional on the resourceVersion where a fencing decision rides on it; a field the cache dropped
-// is absent from both sides of such a patch, so the patch leaves it as it is.
+// is absent from both sides of such a patch, so the patch leaves it as it is. Nor may anything change
+// a cached object in place (its labels, annotations and owner references may be another partition's
+// too): readers that skip the cache's copy only read.
 func SlimPartitionState(obj any) (any, error) {
 	sps, ok := obj.(*sharestatev1.SharePartitionState)
 	if !ok {
@@ -40,22 +42,20 @@ func SlimPartitionState(obj any) (any, error) {
 	sps.ManagedFields = nil
 	sps.Status.WriteTime, sps.Status.WriteCount, sps.Status.LastWriteID = nil, 0, ""
 	sps.Status.FencedLeader = nil
-	partitionStrings.share(sps)
 	// The API server's copy has no such annotation, unless someone set it by hand: it is not the count.
 	delete(sps.Annotations, cachedInFlightAnnotation)
-	if len(sps.Status.StateBatches) == 0 {
-		return sps, nil
+	if len(sps.Status.StateBatches) > 0 {
+		count := "0" // corrupt batches count no in-flight records, as a live read's would (inFlight)
+		if batches, err := persister.StoredBatches(&sps.Status); err == nil {
+			count = strconv.FormatInt(sharestate.InFlightRecords(batches), 10)
+		}
+		if sps.Annotations == nil {
+			sps.Annotations = map[string]string{}
+		}
+		sps.Annotations[cachedInFlightAnnotation] = count
+		sps.Status.StateBatches = nil
 	}
-	if sps.Annotations == nil {
-		sps.Annotations = map[string]string{}
-	}
-	if batches, err := persister.StoredBatches(&sps.Status); err == nil {
-		sps.Annotations[cachedInFlightAnnotation] = strconv.FormatInt(sharestate.InFlightRecords(batches), 10)
-	} else {
-		// Corrupt batches count no in-flight records, as a live read's would (inFlight).
-		sps.Annotations[cachedInFlightAnnotation] = "0"
-	}
-	sps.Status.StateBatches = nil
+	partitionShares.share(sps)
 	return sps, nil
 }
 
@@ -76,47 +76,60 @@ func inFlight(p *sharestatev1.SharePartitionState) int64 {
 	return sharestate.InFlightRecords(batches)
 }
 
-// maxSharedStrings bounds the table of shared strings. Its values change slowly (a pod's UID with each
-// restart of the pod); when it is full it starts afresh, and the objects cached before keep their copies.
-const maxSharedStrings = 1 << 14
+// maxShared bounds each of the shared tables. Their entries change slowly (a pod's UID with each
+// restart of the pod, an owner's with each re-creation of its group); a full table starts afresh, and
+// the objects cached before keep what they hold.
+const maxShared = 1 << 14
 
-// partitionStrings holds one copy of each string that partitions repeat: at 10,000 partitions the
-// same namespace, group, topic, leader pod and condition reasons would otherwise be decoded and kept
-// 10,000 times.
-var partitionStrings = &stringTable{strings: map[string]string{}}
+// partitionShares holds one copy of what partitions repeat. At 10,000 partitions the same namespace,
+// group, topic, leader pod and condition reasons, the same one-label map, the same owner reference
+// and the same few in-flight counts would otherwise be decoded and kept 10,000 times.
+var partitionShares = newShares()
 
-type stringTable struct {
-	mu      sync.Mutex
-	strings map[string]string
+type shares struct {
+	mu          sync.Mutex
+	strings     map[string]string
+	labels      map[string]map[string]string       // by the group label's value: maps of that one label
+	annotations map[string]map[string]string       // by in-flight count: maps of that one annotation
+	owners      map[string][]metav1.OwnerReference // by the owner's UID: slices of that one reference
 }
 
-// intern returns the table's copy of s, adding s when it has none.
-func (t *stringTable) intern(s string) string {
+func newShares() *shares {
+	return &shares{strings: map[string]string{}, labels: map[string]map[string]string{},
+		annotations: map[string]map[string]string{}, owners: map[string][]metav1.OwnerReference{}}
+}
+
+// sharedOf returns table's value for key, built and added when the table has none.
+func sharedOf[V any](table map[string]V, key string, build func() V) V {
+	if v, ok := table[key]; ok {
+		return v
+	}
+	if len(table) >= maxShared {
+		clear(table)
+	}
+	v := build()
+	table[key] = v
+	return v
+}
+
+// intern returns the shared copy of s.
+func (t *shares) intern(s string) string {
 	if s == "" {
 		return s
 	}
-	if shared, ok := t.strings[s]; ok {
-		return shared
-	}
-	if len(t.strings) >= maxSharedStrings {
-		clear(t.strings)
-	}
-	t.strings[s] = s
-	return s
+	return sharedOf(t.strings, s, func() string { return s })
 }
 
-// share replaces the repeated strings of a partition with the table's copies.
-func (t *stringTable) share(sps *sharestatev1.SharePartitionState) {
+// share replaces what a partition repeats with the shared copies: strings, and the labels,
+// annotations and owner references of the usual shape (the group label alone, the in-flight count
+// alone, one owner). Maps and slices of any other shape stay the partition's own.
+func (t *shares) share(sps *sharestatev1.SharePartitionState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sps.Kind, sps.APIVersion, sps.Namespace = t.intern(sps.Kind), t.intern(sps.APIVersion), t.intern(sps.Namespace)
-	for k, v := range sps.Labels {
-		sps.Labels[k] = t.intern(v)
-	}
-	for i := range sps.OwnerReferences {
-		o := &sps.OwnerReferences[i]
-		o.APIVersion, o.Kind, o.Name, o.UID = t.intern(o.APIVersion), t.intern(o.Kind), t.intern(o.Name), types.UID(t.intern(string(o.UID)))
-	}
+	t.shareLabels(sps)
+	t.shareAnnotations(sps)
+	t.shareOwners(sps)
 	spec := &sps.Spec
 	spec.GroupID, spec.TopicID, spec.TopicName = sharestatev1.GroupID(t.intern(string(spec.GroupID))), sharestatev1.TopicID(t.intern(string(spec.TopicID))), t.intern(spec.TopicName)
 	if l := sps.Status.Leader; l != nil {
@@ -126,4 +139,45 @@ func (t *stringTable) share(sps *sharestatev1.SharePartitionState) {
 		c := &sps.Status.Conditions[i]
 		c.Type, c.Status, c.Reason = t.intern(c.Type), metav1.ConditionStatus(t.intern(string(c.Status))), t.intern(c.Reason)
 	}
+}
+
+func (t *shares) shareLabels(sps *sharestatev1.SharePartitionState) {
+	group, ok := sps.Labels[sharestatev1.LabelShareGroup]
+	if !ok || len(sps.Labels) != 1 {
+		return
+	}
+	sps.Labels = sharedOf(t.labels, group, func() map[string]string {
+		return map[string]string{sharestatev1.LabelShareGroup: t.intern(group)}
+	})
+}
+
+func (t *shares) shareAnnotations(sps *sharestatev1.SharePartitionState) {
+	count, ok := sps.Annotations[cachedInFlightAnnotation]
+	if !ok || len(sps.Annotations) != 1 {
+		return
+	}
+	sps.Annotations = sharedOf(t.annotations, count, func() map[string]string {
+		return map[string]string{cachedInFlightAnnotation: count}
+	})
+}
+
+func (t *shares) shareOwners(sps *sharestatev1.SharePartitionState) {
+	if len(sps.OwnerReferences) != 1 {
+		return
+	}
+	o := sps.OwnerReferences[0]
+	// The whole reference is the key: a partition whose reference differs in any field keeps its own.
+	key := strings.Join([]string{o.APIVersion, o.Kind, o.Name, string(o.UID), boolText(o.Controller), boolText(o.BlockOwnerDeletion)}, "\x00")
+	sps.OwnerReferences = sharedOf(t.owners, key, func() []metav1.OwnerReference {
+		shared := o
+		shared.APIVersion, shared.Kind, shared.Name, shared.UID = t.intern(o.APIVersion), t.intern(o.Kind), t.intern(o.Name), types.UID(t.intern(string(o.UID)))
+		return []metav1.OwnerReference{shared}
+	})
+}
+
+func boolText(b *bool) string {
+	if b == nil {
+		return "-"
+	}
+	return strconv.FormatBool(*b)
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
@@ -67,18 +69,20 @@ func TestSlimPartitionStateKeepsWhatTheOperatorReads(t *testing.T) {
 	}
 }
 
-// Two partitions decoded apart share one copy of the strings they repeat (namespace, group, topic,
-// leader, owner, condition type and reason), and keep their own names.
-func TestSlimPartitionStatesShareRepeatedStrings(t *testing.T) {
-	decode := func(name string) *sharestatev1.SharePartitionState {
+// Two partitions decoded apart share one copy of what they repeat (namespace, group, topic, leader,
+// owner, condition type and reason; the group label, the in-flight count and the owner reference),
+// and keep their own names. Labels of another shape stay the partition's own.
+func TestSlimPartitionStatesShareWhatTheyRepeat(t *testing.T) {
+	decode := func(name string, labels map[string]string) *sharestatev1.SharePartitionState {
 		// Built from fresh bytes each time, as the JSON decoder builds them.
 		fresh := func(s string) string { return string([]byte(s)) }
 		sps := &sharestatev1.SharePartitionState{
-			ObjectMeta: metav1.ObjectMeta{Name: fresh(name), Namespace: fresh("team-a"),
-				Labels:          map[string]string{sharestatev1.LabelShareGroup: fresh("orders")},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: fresh("sharestate.dev/v1alpha1"), Kind: fresh("ShareGroup"), Name: fresh("orders"), UID: types.UID(fresh("u-1"))}}},
+			ObjectMeta: metav1.ObjectMeta{Name: fresh(name), Namespace: fresh("team-a"), Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: fresh("sharestate.dev/v1alpha1"), Kind: fresh("ShareGroup"), Name: fresh("orders"),
+					UID: types.UID(fresh("u-1")), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: sharestatev1.SharePartitionStateSpec{GroupID: sharestatev1.GroupID(fresh("orders")), TopicID: sharestatev1.TopicID(fresh("q1Sh0o2QRbuBzMz8vEMbvQ")), TopicName: fresh("payments")},
-			Status: sharestatev1.SharePartitionStateStatus{Leader: &sharestatev1.LeaderRef{PodName: fresh("kafka-0"), PodUID: fresh("pod-uid")},
+			Status: sharestatev1.SharePartitionStateStatus{StartOffset: 10, StateBatches: []sharestatev1.StateBatch{"10-14/0/1"},
+				Leader:     &sharestatev1.LeaderRef{PodName: fresh("kafka-0"), PodUID: fresh("pod-uid")},
 				Conditions: []metav1.Condition{{Type: fresh("Initialized"), Status: metav1.ConditionStatus(fresh("True")), Reason: fresh("StateInitialized")}}},
 		}
 		slimmed, err := SlimPartitionState(sps)
@@ -87,7 +91,10 @@ func TestSlimPartitionStatesShareRepeatedStrings(t *testing.T) {
 		}
 		return slimmed.(*sharestatev1.SharePartitionState)
 	}
-	a, b := decode("orders-payments-0"), decode("orders-payments-1")
+	groupLabel := func() map[string]string {
+		return map[string]string{sharestatev1.LabelShareGroup: string([]byte("orders"))}
+	}
+	a, b := decode("orders-payments-0", groupLabel()), decode("orders-payments-1", groupLabel())
 	same := func(what, x, y string) {
 		t.Helper()
 		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
@@ -95,30 +102,37 @@ func TestSlimPartitionStatesShareRepeatedStrings(t *testing.T) {
 		}
 	}
 	same("namespace", a.Namespace, b.Namespace)
-	same("group label", a.Labels[sharestatev1.LabelShareGroup], b.Labels[sharestatev1.LabelShareGroup])
-	same("owner name", a.OwnerReferences[0].Name, b.OwnerReferences[0].Name)
-	same("owner uid", string(a.OwnerReferences[0].UID), string(b.OwnerReferences[0].UID))
 	same("group", string(a.Spec.GroupID), string(b.Spec.GroupID))
 	same("topic", string(a.Spec.TopicID), string(b.Spec.TopicID))
 	same("topic name", a.Spec.TopicName, b.Spec.TopicName)
 	same("leader pod", a.Status.Leader.PodName, b.Status.Leader.PodName)
 	same("leader pod uid", a.Status.Leader.PodUID, b.Status.Leader.PodUID)
 	same("condition reason", a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason)
-	if a.Name == b.Name {
-		t.Fatalf("names %q and %q", a.Name, b.Name)
+	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() ||
+		reflect.ValueOf(a.Annotations).UnsafePointer() != reflect.ValueOf(b.Annotations).UnsafePointer() ||
+		&a.OwnerReferences[0] != &b.OwnerReferences[0] {
+		t.Error("the group label, the in-flight count or the owner reference is held twice")
+	}
+	if a.Name == b.Name || a.Labels[sharestatev1.LabelShareGroup] != "orders" || inFlight(a) != 5 || a.OwnerReferences[0].Name != "orders" {
+		t.Fatalf("partition a as cached: %+v", a.ObjectMeta)
+	}
+
+	c := decode("orders-payments-2", map[string]string{sharestatev1.LabelShareGroup: "orders", "team": "payments"})
+	if reflect.ValueOf(c.Labels).UnsafePointer() == reflect.ValueOf(a.Labels).UnsafePointer() || len(c.Labels) != 2 {
+		t.Fatalf("labels of another shape: %v, shared with another partition", c.Labels)
 	}
 }
 
 // A full table starts afresh instead of growing, and still answers equal strings.
-func TestStringTableIsBounded(t *testing.T) {
-	table := &stringTable{strings: map[string]string{}}
-	for i := range 3 * maxSharedStrings {
+func TestSharesAreBounded(t *testing.T) {
+	table := newShares()
+	for i := range 3 * maxShared {
 		s := strconv.Itoa(i)
 		if got := table.intern(s); got != s {
 			t.Fatalf("intern(%q) = %q", s, got)
 		}
-		if len(table.strings) > maxSharedStrings {
-			t.Fatalf("%d strings, above %d", len(table.strings), maxSharedStrings)
+		if len(table.strings) > maxShared {
+			t.Fatalf("%d strings, above %d", len(table.strings), maxShared)
 		}
 	}
 }
