@@ -91,7 +91,7 @@ type shares struct {
 	strings     map[string]string
 	labels      map[string]map[string]string       // by the group label's value: maps of that one label
 	annotations map[string]map[string]string       // by in-flight count: maps of that one annotation
-	owners      map[string][]metav1.OwnerReference // by the owner's UID: slices of that one reference
+	owners      map[string][]metav1.OwnerReference // by the whole reference: slices of that one reference
 }
 
 func newShares() *shares {

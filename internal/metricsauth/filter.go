@@ -12,6 +12,7 @@ import (
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -56,7 +57,7 @@ func FilterProvider(cfg *rest.Config, httpClient *http.Client) (metricsserver.Fi
 	if err != nil {
 		return nil, fmt.Errorf("creating the SubjectAccessReview client: %w", err)
 	}
-	return Filter(newTokenReviewer(authn.TokenReviews(), time.Now), newAccessReviewer(authz.SubjectAccessReviews(), time.Now)), nil
+	return Filter(newTokenReviewer(authn.TokenReviews(), clock.RealClock{}), newAccessReviewer(authz.SubjectAccessReviews(), clock.RealClock{})), nil
 }
 
 // Filter returns a metrics filter that authenticates a request's bearer token with tokens and

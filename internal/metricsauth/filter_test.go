@@ -6,13 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 )
 
 // tokens is a TokenAuthenticator: "good" and "nobody" are users, "broken" cannot be reviewed, any
@@ -85,21 +82,17 @@ func TestFilterStatuses(t *testing.T) {
 // gives it) is unauthenticated, not an error; a review that fails is an error; an accepted token
 // names its user.
 func TestTokenReviewer(t *testing.T) {
-	cs := fake.NewClientset()
-	cs.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		review := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
-		switch review.Spec.Token {
+	cs := fakeTokenReviews(func(token string) (authenticationv1.TokenReviewStatus, error) {
+		switch token {
 		case "good":
-			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true,
-				User: authenticationv1.UserInfo{Username: "system:serviceaccount:ns:scraper", Groups: []string{"system:serviceaccounts"}}}
+			return authenticationv1.TokenReviewStatus{Authenticated: true,
+				User: authenticationv1.UserInfo{Username: "system:serviceaccount:ns:scraper", Groups: []string{"system:serviceaccounts"}}}, nil
 		case "broken":
-			return true, nil, errors.New("connection refused")
-		default:
-			review.Status = authenticationv1.TokenReviewStatus{Error: "[invalid bearer token, square/go-jose: compact JWS format must have three parts]"}
+			return authenticationv1.TokenReviewStatus{}, errors.New("connection refused")
 		}
-		return true, review, nil
+		return authenticationv1.TokenReviewStatus{Error: "[invalid bearer token, square/go-jose: compact JWS format must have three parts]"}, nil
 	})
-	r := newTokenReviewer(cs.AuthenticationV1().TokenReviews(), time.Now)
+	r := newTokenReviewer(cs.AuthenticationV1().TokenReviews(), clock.RealClock{})
 	r.backoff = fastBackoff
 	ctx := context.Background()
 	if user, ok, err := r.AuthenticateToken(ctx, "good"); err != nil || !ok || user.Username != "system:serviceaccount:ns:scraper" || len(user.Groups) != 1 {

@@ -14,10 +14,16 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 )
+
+// maxVerdicts bounds each verdict cache (least recently used out first). Every scraper's token and
+// user takes one entry; a caller sending a new random token with each request would otherwise grow
+// the cache without bound.
+const maxVerdicts = 1024
 
 // reviewBackoff spaces the tries of a review the API server could not answer (a 429 or 5xx, or no
 // answer at all): five tries over about four seconds, within the review's timeout.
@@ -29,19 +35,19 @@ var reviewBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, 
 // could not be made.
 type tokenReviewer struct {
 	reviews  authenticationv1client.TokenReviewInterface
-	verdicts *verdicts[*authenticationv1.UserInfo] // nil: refused
+	verdicts *cache.LRUExpireCache // token hash → *authenticationv1.UserInfo, nil when refused
 	backoff  wait.Backoff
 }
 
-func newTokenReviewer(reviews authenticationv1client.TokenReviewInterface, now func() time.Time) *tokenReviewer {
-	return &tokenReviewer{reviews: reviews, verdicts: newVerdicts[*authenticationv1.UserInfo](now), backoff: reviewBackoff}
+func newTokenReviewer(reviews authenticationv1client.TokenReviewInterface, clock cache.Clock) *tokenReviewer {
+	return &tokenReviewer{reviews: reviews, verdicts: cache.NewLRUExpireCacheWithClock(maxVerdicts, clock), backoff: reviewBackoff}
 }
 
 func (t *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (authenticationv1.UserInfo, bool, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
-	if user, ok := t.verdicts.get(key); ok {
-		return userOf(user)
+	if user, ok := t.verdicts.Get(key); ok {
+		return userOf(user.(*authenticationv1.UserInfo))
 	}
 	var review *authenticationv1.TokenReview
 	err := withRetries(ctx, t.backoff, func(ctx context.Context) (err error) {
@@ -53,11 +59,11 @@ func (t *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (au
 	}
 	if !review.Status.Authenticated {
 		// status.error says why; the scraper is not told (it would only learn why its guess failed).
-		t.verdicts.put(key, nil, refusedTTL)
+		t.verdicts.Add(key, (*authenticationv1.UserInfo)(nil), refusedTTL)
 		return authenticationv1.UserInfo{}, false, nil
 	}
 	user := review.Status.User
-	t.verdicts.put(key, &user, allowedTTL)
+	t.verdicts.Add(key, &user, allowedTTL)
 	return user, true, nil
 }
 
@@ -72,7 +78,7 @@ func userOf(user *authenticationv1.UserInfo) (authenticationv1.UserInfo, bool, e
 // keeps the verdict (allowedTTL when allowed, refusedTTL when not) under the review's request.
 type accessReviewer struct {
 	reviews  authorizationv1client.SubjectAccessReviewInterface
-	verdicts *verdicts[accessVerdict]
+	verdicts *cache.LRUExpireCache // encoded request → accessVerdict
 	backoff  wait.Backoff
 }
 
@@ -81,8 +87,8 @@ type accessVerdict struct {
 	reason  string
 }
 
-func newAccessReviewer(reviews authorizationv1client.SubjectAccessReviewInterface, now func() time.Time) *accessReviewer {
-	return &accessReviewer{reviews: reviews, verdicts: newVerdicts[accessVerdict](now), backoff: reviewBackoff}
+func newAccessReviewer(reviews authorizationv1client.SubjectAccessReviewInterface, clock cache.Clock) *accessReviewer {
+	return &accessReviewer{reviews: reviews, verdicts: cache.NewLRUExpireCacheWithClock(maxVerdicts, clock), backoff: reviewBackoff}
 }
 
 func (a *accessReviewer) Authorize(ctx context.Context, user authenticationv1.UserInfo, verb, path string) (bool, string, error) {
@@ -96,7 +102,8 @@ func (a *accessReviewer) Authorize(ctx context.Context, user authenticationv1.Us
 		return false, "", fmt.Errorf("encoding a SubjectAccessReview: %w", err)
 	}
 	key := string(encoded)
-	if v, ok := a.verdicts.get(key); ok {
+	if kept, ok := a.verdicts.Get(key); ok {
+		v := kept.(accessVerdict)
 		return v.allowed, v.reason, nil
 	}
 	var review *authorizationv1.SubjectAccessReview
@@ -110,11 +117,11 @@ func (a *accessReviewer) Authorize(ctx context.Context, user authenticationv1.Us
 	// An authorizer that could not evaluate a rule (status.evaluationError) has not allowed anything:
 	// the request is refused, as the API server refuses it.
 	v := accessVerdict{allowed: review.Status.Allowed && !review.Status.Denied, reason: review.Status.Reason}
+	ttl := refusedTTL
 	if v.allowed {
-		a.verdicts.put(key, v, allowedTTL)
-	} else {
-		a.verdicts.put(key, v, refusedTTL)
+		ttl = allowedTTL
 	}
+	a.verdicts.Add(key, v, ttl)
 	return v.allowed, v.reason, nil
 }
 

@@ -3,8 +3,6 @@ package metricsauth
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,15 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // fastBackoff tries as often as reviewBackoff, without the waits.
 var fastBackoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: reviewBackoff.Steps}
-
-// clock is a settable now.
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time { return c.t }
 
 // reviewsOf counts the reviews of resource (tokenreviews, subjectaccessreviews) cs was asked for.
 func reviewsOf(cs *fake.Clientset, resource string) int {
@@ -38,22 +33,36 @@ func reviewsOf(cs *fake.Clientset, resource string) int {
 	return n
 }
 
-// A verdict is kept: an accepted token for allowedTTL, a refused one for refusedTTL; a review that
-// failed is not kept, so the next request asks again.
-func TestTokenVerdictsAreKept(t *testing.T) {
+// fakeTokenReviews answers every TokenReview with answer's status for its token, or fails it with
+// answer's error.
+func fakeTokenReviews(answer func(token string) (authenticationv1.TokenReviewStatus, error)) *fake.Clientset {
 	cs := fake.NewClientset()
 	cs.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		review := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
-		switch review.Spec.Token {
-		case "good":
-			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "scraper"}}
-		case "forbidden":
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, "", errors.New("no RBAC"))
+		status, err := answer(review.Spec.Token)
+		if err != nil {
+			return true, nil, err
 		}
+		review.Status = status
 		return true, review, nil
 	})
-	c := &clock{t: time.Unix(1_000_000, 0)}
-	r := newTokenReviewer(cs.AuthenticationV1().TokenReviews(), c.now)
+	return cs
+}
+
+// A verdict is kept: an accepted token for allowedTTL, a refused one for refusedTTL; a review that
+// failed is not kept, so the next request asks again.
+func TestTokenVerdictsAreKept(t *testing.T) {
+	cs := fakeTokenReviews(func(token string) (authenticationv1.TokenReviewStatus, error) {
+		switch token {
+		case "good":
+			return authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "scraper"}}, nil
+		case "forbidden":
+			return authenticationv1.TokenReviewStatus{}, apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, "", errors.New("no RBAC"))
+		}
+		return authenticationv1.TokenReviewStatus{}, nil
+	})
+	c := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	r := newTokenReviewer(cs.AuthenticationV1().TokenReviews(), c)
 	r.backoff = fastBackoff
 	ctx := context.Background()
 	authenticate := func(token string) (string, bool, error) {
@@ -72,13 +81,13 @@ func TestTokenVerdictsAreKept(t *testing.T) {
 	if n := reviewsOf(cs, "tokenreviews"); n != 2 {
 		t.Fatalf("%d TokenReviews for 3 requests with each of 2 tokens, want 2", n)
 	}
-	c.t = c.t.Add(refusedTTL)
+	c.Step(refusedTTL + time.Second)
 	_, _, _ = authenticate("good")
 	_, _, _ = authenticate("refused")
 	if n := reviewsOf(cs, "tokenreviews"); n != 3 {
 		t.Fatalf("%d TokenReviews once the refusal expired, want 3 (only the refused token asked again)", n)
 	}
-	c.t = c.t.Add(allowedTTL)
+	c.Step(allowedTTL)
 	_, _, _ = authenticate("good")
 	if n := reviewsOf(cs, "tokenreviews"); n != 4 {
 		t.Fatalf("%d TokenReviews once the acceptance expired, want 4", n)
@@ -120,7 +129,7 @@ func TestReviewsAreTriedAgain(t *testing.T) {
 				review.Status.Allowed = true
 				return true, review, nil
 			})
-			a := newAccessReviewer(cs.AuthorizationV1().SubjectAccessReviews(), time.Now)
+			a := newAccessReviewer(cs.AuthorizationV1().SubjectAccessReviews(), clock.RealClock{})
 			a.backoff = fastBackoff
 			allowed, _, err := a.Authorize(context.Background(), authenticationv1.UserInfo{Username: "scraper"}, "get", "/metrics")
 			if !allowed || err != nil || tries != reviewBackoff.Steps {
@@ -154,7 +163,7 @@ func TestAccessReviewAsksForTheUserAndPath(t *testing.T) {
 		}
 		return true, review, nil
 	})
-	a := newAccessReviewer(cs.AuthorizationV1().SubjectAccessReviews(), time.Now)
+	a := newAccessReviewer(cs.AuthorizationV1().SubjectAccessReviews(), clock.RealClock{})
 	ctx := context.Background()
 	scraper := authenticationv1.UserInfo{Username: "scraper", UID: "u-1", Groups: []string{"system:serviceaccounts"},
 		Extra: map[string]authenticationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"prom-0"}}}
@@ -181,29 +190,5 @@ func TestAccessReviewAsksForTheUserAndPath(t *testing.T) {
 	}
 	if len(asked) != 3 {
 		t.Fatalf("%d reviews, want 3: one per user and path", len(asked))
-	}
-}
-
-// The cache stays within maxVerdicts: expired verdicts go first, then arbitrary ones.
-func TestVerdictsAreBounded(t *testing.T) {
-	c := &clock{t: time.Unix(1_000_000, 0)}
-	v := newVerdicts[int](c.now)
-	for i := range maxVerdicts {
-		v.put(strconv.Itoa(i), i, time.Second)
-	}
-	c.t = c.t.Add(time.Second)
-	v.put("fresh", -1, time.Minute)
-	if len(v.entries) != 1 {
-		t.Fatalf("%d verdicts after the first put past expiry, want 1 (the expired ones dropped)", len(v.entries))
-	}
-	for i := range 3 * maxVerdicts {
-		v.put(fmt.Sprint("k", i), i, time.Minute)
-		if len(v.entries) > maxVerdicts {
-			t.Fatalf("%d verdicts, above %d", len(v.entries), maxVerdicts)
-		}
-	}
-	key := fmt.Sprint("k", 3*maxVerdicts-1)
-	if got, ok := v.get(key); !ok || got != 3*maxVerdicts-1 {
-		t.Fatalf("the newest verdict: %v %v", got, ok)
 	}
 }
