@@ -14,26 +14,24 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
-// cachedInFlightAnnotation carries, on a SharePartitionState held in the operator's cache only, the
-// in-flight record count of the state batches the cache dropped (SlimPartitionState). It never
-// reaches the API server: the operator writes partitions only with merge patches of the fields it
-// changes, and a patch never carries an annotation both sides of it hold.
-const cachedInFlightAnnotation = "sharestate.dev/cached-in-flight-records"
-
 // SlimPartitionState is the operator's cache transform for SharePartitionStates. The operator reads
-// a partition's spec, epochs, leader, creation time, delivery-complete count and conditions, never its
-// state batches: those are most of the object (up to 10,000 strings), and the persister rewrites
-// them on every acknowledgement. The cache keeps, instead of the batches, the one figure the group
-// aggregate needs from them (the in-flight record count). It drops managedFields as every cached
-// kind does, and the persister's record of its last write (time, count, id) and the last fenced
-// leader, which no reconciler reads. What partitions repeat is held once (partitionShares).
+// a partition's spec, epochs, leader, creation time, delivery-complete count, in-flight record count
+// and conditions, never its state batches: those are most of the object (up to 10,000 strings), and
+// the persister rewrites them on every acknowledgement. The one figure the group aggregate needs from
+// them, the in-flight record count, the persister keeps in status.inFlightRecords; for a state written
+// before it did, the transform counts the batches once and keeps the count in that field of the
+// cached copy. It drops managedFields as every cached kind does, and the persister's record of its
+// last write (time, count, id) and the last fenced leader, which no reconciler reads. What partitions
+// repeat is held once (partitionShares). The operator's watch of partitions drops the batches and
+// managedFields before they are even decoded (internal/operator, trimmedPartitionWatches): what this
+// transform still drops there comes from lists, and from states without the count.
 //
 // Objects in the cache are therefore not what the API server holds: nothing may write one back
 // whole (an Update). The reconcilers write partitions with merge patches of what they change,
 // conditional on the resourceVersion where a fencing decision rides on it; a field the cache dropped
-// is absent from both sides of such a patch, so the patch leaves it as it is. Nor may anything change
-// a cached object in place (its labels, annotations and owner references may be another partition's
-// too): readers that skip the cache's copy only read.
+// or filled in is the same on both sides of such a patch, so the patch leaves it as it is. Nor may
+// anything change a cached object in place (its labels and owner references may be another
+// partition's too): readers that skip the cache's copy only read.
 func SlimPartitionState(obj any) (any, error) {
 	sps, ok := obj.(*sharestatev1.SharePartitionState)
 	if !ok {
@@ -42,34 +40,28 @@ func SlimPartitionState(obj any) (any, error) {
 	sps.ManagedFields = nil
 	sps.Status.WriteTime, sps.Status.WriteCount, sps.Status.LastWriteID = nil, 0, ""
 	sps.Status.FencedLeader = nil
-	// The API server's copy has no such annotation, unless someone set it by hand: it is not the count.
-	delete(sps.Annotations, cachedInFlightAnnotation)
-	if len(sps.Status.StateBatches) > 0 {
-		count := "0" // corrupt batches count no in-flight records, as a live read's would (inFlight)
-		if batches, err := persister.StoredBatches(&sps.Status); err == nil {
-			count = strconv.FormatInt(sharestate.InFlightRecords(batches), 10)
-		}
-		if sps.Annotations == nil {
-			sps.Annotations = map[string]string{}
-		}
-		sps.Annotations[cachedInFlightAnnotation] = count
-		sps.Status.StateBatches = nil
+	if sps.Status.InFlightRecords == nil && len(sps.Status.StateBatches) > 0 {
+		count := countInFlight(&sps.Status)
+		sps.Status.InFlightRecords = &count
 	}
+	sps.Status.StateBatches = nil
 	partitionShares.share(sps)
 	return sps, nil
 }
 
-// inFlight counts a partition's not-yet-complete offsets: from the figure the cache kept when it
-// dropped the batches, or else from the batches (an object read from the API server). A state whose
-// batches do not decode counts none (the persister reports it, and the partition's own status shows it).
+// inFlight is a partition's count of not-yet-complete offsets: the one the persister keeps (or the
+// cache filled in), else counted from the batches (a state written before the persister kept it).
 func inFlight(p *sharestatev1.SharePartitionState) int64 {
-	if v, ok := p.Annotations[cachedInFlightAnnotation]; ok && len(p.Status.StateBatches) == 0 {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return n
-		}
-		return 0
+	if n := p.Status.InFlightRecords; n != nil {
+		return *n
 	}
-	batches, err := persister.StoredBatches(&p.Status)
+	return countInFlight(&p.Status)
+}
+
+// countInFlight counts the batches' not-yet-complete offsets. A state whose batches do not decode
+// counts none (the persister reports it, and the partition's own status shows it).
+func countInFlight(status *sharestatev1.SharePartitionStateStatus) int64 {
+	batches, err := persister.StoredBatches(status)
 	if err != nil {
 		return 0
 	}
@@ -82,21 +74,19 @@ func inFlight(p *sharestatev1.SharePartitionState) int64 {
 const maxShared = 1 << 14
 
 // partitionShares holds one copy of what partitions repeat. At 10,000 partitions the same namespace,
-// group, topic, leader pod and condition reasons, the same one-label map, the same owner reference
-// and the same few in-flight counts would otherwise be decoded and kept 10,000 times.
+// group, topic, leader pod and condition reasons, the same one-label map and the same owner reference
+// would otherwise be decoded and kept 10,000 times.
 var partitionShares = newShares()
 
 type shares struct {
-	mu          sync.Mutex
-	strings     map[string]string
-	labels      map[string]map[string]string       // by the group label's value: maps of that one label
-	annotations map[string]map[string]string       // by in-flight count: maps of that one annotation
-	owners      map[string][]metav1.OwnerReference // by the whole reference: slices of that one reference
+	mu      sync.Mutex
+	strings map[string]string
+	labels  map[string]map[string]string       // by the group label's value: maps of that one label
+	owners  map[string][]metav1.OwnerReference // by the whole reference: slices of that one reference
 }
 
 func newShares() *shares {
-	return &shares{strings: map[string]string{}, labels: map[string]map[string]string{},
-		annotations: map[string]map[string]string{}, owners: map[string][]metav1.OwnerReference{}}
+	return &shares{strings: map[string]string{}, labels: map[string]map[string]string{}, owners: map[string][]metav1.OwnerReference{}}
 }
 
 // sharedOf returns table's value for key, built and added when the table has none.
@@ -120,15 +110,13 @@ func (t *shares) intern(s string) string {
 	return sharedOf(t.strings, s, func() string { return s })
 }
 
-// share replaces what a partition repeats with the shared copies: strings, and the labels,
-// annotations and owner references of the usual shape (the group label alone, the in-flight count
-// alone, one owner). Maps and slices of any other shape stay the partition's own.
+// share replaces what a partition repeats with the shared copies: strings, and the labels and owner
+// references of the usual shape (the group label alone, one owner). Maps and slices of any other shape stay the partition's own.
 func (t *shares) share(sps *sharestatev1.SharePartitionState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sps.Kind, sps.APIVersion, sps.Namespace = t.intern(sps.Kind), t.intern(sps.APIVersion), t.intern(sps.Namespace)
 	t.shareLabels(sps)
-	t.shareAnnotations(sps)
 	t.shareOwners(sps)
 	spec := &sps.Spec
 	spec.GroupID, spec.TopicID, spec.TopicName = sharestatev1.GroupID(t.intern(string(spec.GroupID))), sharestatev1.TopicID(t.intern(string(spec.TopicID))), t.intern(spec.TopicName)
@@ -148,16 +136,6 @@ func (t *shares) shareLabels(sps *sharestatev1.SharePartitionState) {
 	}
 	sps.Labels = sharedOf(t.labels, group, func() map[string]string {
 		return map[string]string{sharestatev1.LabelShareGroup: t.intern(group)}
-	})
-}
-
-func (t *shares) shareAnnotations(sps *sharestatev1.SharePartitionState) {
-	count, ok := sps.Annotations[cachedInFlightAnnotation]
-	if !ok || len(sps.Annotations) != 1 {
-		return
-	}
-	sps.Annotations = sharedOf(t.annotations, count, func() map[string]string {
-		return map[string]string{cachedInFlightAnnotation: count}
 	})
 }
 

@@ -41,26 +41,34 @@ func TestSlimPartitionStateKeepsWhatTheOperatorReads(t *testing.T) {
 	if got := inFlight(slim); got != want || want != 7 {
 		t.Fatalf("in-flight records %d from the cached object, %d from the stored one; want 7", got, want)
 	}
-	// Everything the reconcilers read is kept as it was.
+	// Everything the reconcilers read is kept as it was; the count of a state written before the
+	// persister kept it is filled in.
 	kept := full.DeepCopy()
 	kept.ManagedFields, kept.Status.StateBatches = nil, nil
 	kept.Status.WriteTime, kept.Status.WriteCount, kept.Status.LastWriteID, kept.Status.FencedLeader = nil, 0, "", nil
-	kept.Annotations[cachedInFlightAnnotation] = "7"
+	kept.Status.InFlightRecords = ptr.To[int64](7)
 	if !equality.Semantic.DeepEqual(kept, slim) {
 		t.Fatalf("cached object %+v, want %+v", slim, kept)
 	}
 
+	// The persister's count is taken as it is, without decoding the batches.
+	counted := full.DeepCopy()
+	counted.Status.InFlightRecords = ptr.To[int64](9)
+	counted.Status.StateBatches = []sharestatev1.StateBatch{"garbage"}
+	slimmed, _ = SlimPartitionState(counted)
+	if got := inFlight(slimmed.(*sharestatev1.SharePartitionState)); got != 9 {
+		t.Fatalf("a partition whose status counts 9 in-flight records counts %d", got)
+	}
 	corrupt := full.DeepCopy()
 	corrupt.Status.StateBatches = []sharestatev1.StateBatch{"garbage"}
 	slimmed, _ = SlimPartitionState(corrupt)
 	if got := inFlight(slimmed.(*sharestatev1.SharePartitionState)); got != 0 {
 		t.Fatalf("corrupt batches count %d in-flight records, want 0", got)
 	}
-	// An annotation of that name set by hand on a partition without batches is not taken for the count.
-	forged := full.DeepCopy()
-	forged.Status.StateBatches = nil
-	forged.Annotations[cachedInFlightAnnotation] = "1000"
-	slimmed, _ = SlimPartitionState(forged)
+	// A state without batches and without the count has none in flight.
+	empty := full.DeepCopy()
+	empty.Status.StateBatches = nil
+	slimmed, _ = SlimPartitionState(empty)
 	if got := inFlight(slimmed.(*sharestatev1.SharePartitionState)); got != 0 {
 		t.Fatalf("a partition without batches counts %d in-flight records, want 0", got)
 	}
@@ -70,7 +78,7 @@ func TestSlimPartitionStateKeepsWhatTheOperatorReads(t *testing.T) {
 }
 
 // Two partitions decoded apart share one copy of what they repeat (namespace, group, topic, leader,
-// owner, condition type and reason; the group label, the in-flight count and the owner reference),
+// owner, condition type and reason; the group label and the owner reference),
 // and keep their own names. Labels of another shape stay the partition's own.
 func TestSlimPartitionStatesShareWhatTheyRepeat(t *testing.T) {
 	decode := func(name string, labels map[string]string) *sharestatev1.SharePartitionState {
@@ -109,9 +117,8 @@ func TestSlimPartitionStatesShareWhatTheyRepeat(t *testing.T) {
 	same("leader pod uid", a.Status.Leader.PodUID, b.Status.Leader.PodUID)
 	same("condition reason", a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason)
 	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() ||
-		reflect.ValueOf(a.Annotations).UnsafePointer() != reflect.ValueOf(b.Annotations).UnsafePointer() ||
 		&a.OwnerReferences[0] != &b.OwnerReferences[0] {
-		t.Error("the group label, the in-flight count or the owner reference is held twice")
+		t.Error("the group label or the owner reference is held twice")
 	}
 	if a.Name == b.Name || a.Labels[sharestatev1.LabelShareGroup] != "orders" || inFlight(a) != 5 || a.OwnerReferences[0].Name != "orders" {
 		t.Fatalf("partition a as cached: %+v", a.ObjectMeta)

@@ -114,6 +114,14 @@ type SharePartitionStateStatus struct {
 	// +kubebuilder:validation:MaxItems=10000
 	StateBatches []StateBatch `json:"stateBatches,omitempty"`
 
+	// inFlightRecords is the number of offsets the stateBatches cover whose delivery is not complete
+	// (neither acknowledged nor archived). The persister sets it with every state it writes, so that a
+	// reader that needs only the figure (the operator's group totals, kubectl) need not decode the
+	// batches. Unset on a state written before the persister kept it: count the batches then.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	InFlightRecords *int64 `json:"inFlightRecords,omitempty"`
+
 	// leader is the share-partition leader that last Read or wrote the state; unset once fenced.
 	// +optional
 	Leader *LeaderRef `json:"leader,omitempty"`
@@ -172,6 +180,7 @@ type SharePartitionStateStatus struct {
 // +kubebuilder:printcolumn:name="State Epoch",type=integer,JSONPath=`.status.stateEpoch`
 // +kubebuilder:printcolumn:name="Leader Epoch",type=integer,JSONPath=`.status.leaderEpoch`
 // +kubebuilder:printcolumn:name="Start Offset",type=integer,JSONPath=`.status.startOffset`
+// +kubebuilder:printcolumn:name="In Flight",type=integer,JSONPath=`.status.inFlightRecords`,priority=1
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader.podName`
 // +kubebuilder:printcolumn:name="Broker",type=integer,JSONPath=`.status.leader.brokerId`
 // +kubebuilder:printcolumn:name="Fenced",type=string,JSONPath=`.status.conditions[?(@.type=="Fenced")].status`

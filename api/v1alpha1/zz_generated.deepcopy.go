@@ -354,6 +354,11 @@ func (in *SharePartitionStateStatus) DeepCopyInto(out *SharePartitionStateStatus
 		*out = make([]StateBatch, len(*in))
 		copy(*out, *in)
 	}
+	if in.InFlightRecords != nil {
+		in, out := &in.InFlightRecords, &out.InFlightRecords
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Leader != nil {
 		in, out := &in.Leader, &out.Leader
 		*out = new(LeaderRef)

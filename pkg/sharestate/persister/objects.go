@@ -39,6 +39,8 @@ func setState(obj *sharestatev1.SharePartitionState, st sharestate.State) {
 	obj.Status.StartOffset = st.StartOffset
 	obj.Status.DeliveryCompleteCount = st.DeliveryCompleteCount
 	obj.Status.StateBatches = StorageForm(st.Batches)
+	inFlight := sharestate.InFlightRecords(st.Batches)
+	obj.Status.InFlightRecords = &inFlight
 }
 
 // StoredBatches decodes the state batches a status stores (semantics §7's invariants checked: sorted,
