@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
@@ -20,8 +21,8 @@ import (
 
 const cacheTestTopic = "q1Sh0o2QRbuBzMz8vEMbvQ"
 
-// The operator's cache holds SharePartitionStates without their state batches and managedFields;
-// the group's in-flight total is still
+// The operator's cache holds SharePartitionStates without their state batches and managedFields,
+// which its watch cut out of the events before decoding them; the group's in-flight total is still
 // counted, from the count the persister keeps beside the batches, and a fence decided on the slimmed
 // object leaves the stored batches and count as the persister wrote them.
 func TestCacheHoldsNoStateBatches(t *testing.T) {
@@ -45,6 +46,7 @@ func TestCacheHoldsNoStateBatches(t *testing.T) {
 			{FirstOffset: 10, LastOffset: 14, DeliveryState: sharestate.DeliveryStateAvailable, DeliveryCount: 1}},
 		1: {{FirstOffset: 20, LastOffset: 21, DeliveryState: sharestate.DeliveryStateAvailable, DeliveryCount: 2}},
 	}
+	trimmedBefore := trimmedWatchBytes(t)
 	for partition, batches := range writes {
 		initializeReadWrite(t, p, topic, partition, batches)
 	}
@@ -63,6 +65,9 @@ func TestCacheHoldsNoStateBatches(t *testing.T) {
 		// Not the live resourceVersion: the operator's own patches (adoption, conditions) may move the
 		// object on meanwhile. The write's in-flight count is what the cache must come to hold.
 		testenv.Eventually(t, 30*time.Second, func() error { return cachedWithoutBatches(ctx, key, inFlight[partition]) })
+	}
+	if trimmed := trimmedWatchBytes(t) - trimmedBefore; trimmed < float64(2*len(`"stateBatches":["10-14/0/1"]`)) {
+		t.Fatalf("the operator's watch trimmed %.0f bytes of the writes' events", trimmed)
 	}
 
 	// The persister created the group with the partitions. Once the cache holds the writes, a change
@@ -121,6 +126,29 @@ func cachedWithoutBatches(ctx context.Context, key client.ObjectKey, inFlight in
 		return fmt.Errorf("%s: cached with %d batches, %d managedFields entries", key, len(cached.Status.StateBatches), len(cached.ManagedFields))
 	}
 	return nil
+}
+
+// trimmedWatchBytes reads the operator's count of the bytes its partition watches trimmed.
+func trimmedWatchBytes(t *testing.T) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "sharestate_operator_partition_watch_bytes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "part" && l.GetValue() == "trimmed" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatal("the operator registered no sharestate_operator_partition_watch_bytes_total{part=\"trimmed\"}")
+	return 0
 }
 
 func readyPod(t *testing.T, ns, name string) *corev1.Pod {
