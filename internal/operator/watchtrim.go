@@ -18,9 +18,9 @@ import (
 // kind, a validity scan, then the decoding itself. Two fields are most of an event and the operator
 // never reads them: metadata.managedFields, which every cached kind drops, and status.stateBatches,
 // whose one figure the operator needs the persister keeps in status.inFlightRecords. At 10,000
-// partitions that scanning was two thirds of the operator's CPU. trimmedPartitionWatches cuts both
-// fields out of each event before client-go sees it, with one pass of a byte scanner that only
-// finds where values end, so that the decoding works on the third of the bytes that is left.
+// partitions decoding the events was two thirds of the operator's CPU. watchTrimmer cuts both fields
+// out of each event before client-go sees it, with a byte scanner that only finds where values end,
+// so that client-go decodes the third of the bytes that is left.
 //
 // The batches are cut only from a status that holds inFlightRecords (one written by a persister that
 // keeps it): from any other the transform still counts them. Everything else of the event is passed
@@ -63,9 +63,10 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // isPartitionWatch reports whether req watches SharePartitionStates: a GET of the collection
-// (cluster-wide or in a namespace) with watch set.
+// (cluster-wide or in a namespace) with watch set. The API's path may follow a prefix of the
+// server's URL (an API server behind a proxy).
 func isPartitionWatch(req *http.Request) bool {
-	if req.Method != http.MethodGet || !strings.HasPrefix(req.URL.Path, "/apis/sharestate.dev/") ||
+	if req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/apis/sharestate.dev/") ||
 		!strings.HasSuffix(req.URL.Path, "/sharepartitionstates") {
 		return false
 	}
@@ -83,11 +84,10 @@ func trimmable(resp *http.Response) bool {
 // as it has arrived whole.
 type trimReader struct {
 	src       io.ReadCloser
-	in        []byte   // read from src, not yet a whole event
-	out       []byte   // trimmed, not yet read
-	scratch   []byte   // the buffer out is built in
-	members   []member // the buffer an object's members are listed in
-	untrimmed bool     // the stream held what the scanner cannot read: the rest passes as it is
+	in        []byte // read from src, not yet a whole event
+	out       []byte // trimmed, not yet read
+	scratch   []byte // the buffer out is built in
+	untrimmed bool   // the stream held what the scanner cannot read: the rest passes as it is
 	counts    *watchTrimmer
 	err       error // src's error, given out once in and out are empty
 }
@@ -140,7 +140,7 @@ func (r *trimReader) fill() {
 		if start == len(r.in) {
 			break
 		}
-		end, err := valueEnd(r.in, start)
+		end, cuts, err := scanEvent(r.in, start)
 		if errors.Is(err, errIncomplete) {
 			break
 		}
@@ -149,7 +149,7 @@ func (r *trimReader) fill() {
 			break
 		}
 		r.out = append(r.out, r.in[rest:start]...)
-		r.out = r.appendTrimmed(r.out, r.in[start:end])
+		r.out = cuts.appendKept(r.out, r.in[:end], start)
 		rest = end
 	}
 	if r.untrimmed {
@@ -163,214 +163,3 @@ func (r *trimReader) fill() {
 }
 
 func (r *trimReader) Close() error { return r.src.Close() }
-
-// appendTrimmed appends the watch event ev to dst without object.metadata.managedFields, and
-// without object.status.stateBatches where object.status holds inFlightRecords.
-func (r *trimReader) appendTrimmed(dst, ev []byte) []byte {
-	var cuts [2]span
-	if r.list(ev, 0) {
-		if object, ok := r.objectValue(ev, "object"); ok && r.list(ev, object) {
-			metadata, hasMetadata := r.objectValue(ev, "metadata")
-			status, hasStatus := r.objectValue(ev, "status")
-			if hasMetadata && r.list(ev, metadata) {
-				cuts[0] = r.cut("managedFields")
-			}
-			if hasStatus && r.list(ev, status) {
-				if i := r.find("inFlightRecords"); i >= 0 && string(ev[r.members[i].value.start:r.members[i].value.end]) != "null" {
-					cuts[1] = r.cut("stateBatches")
-				}
-			}
-		}
-	}
-	if cuts[1].start < cuts[0].start {
-		cuts[0], cuts[1] = cuts[1], cuts[0]
-	}
-	from := 0
-	for _, c := range cuts {
-		if c.end > c.start {
-			dst = append(dst, ev[from:c.start]...)
-			from = c.end
-		}
-	}
-	return append(dst, ev[from:]...)
-}
-
-// span is [start, end) of a byte slice; the zero span is empty.
-type span struct{ start, end int }
-
-// member is one "key": value of an object, its key as written (a key spelled with escapes is not
-// recognised: then nothing is cut).
-type member struct {
-	key   []byte
-	start int  // the key's opening quote
-	value span // its value
-}
-
-// list makes r.members the members of the object at b[obj]; false if it is not a whole object.
-func (r *trimReader) list(b []byte, obj int) bool {
-	var err error
-	r.members, err = appendMembers(r.members[:0], b, obj)
-	return err == nil
-}
-
-// find returns the index in r.members of the first member named key, or -1.
-func (r *trimReader) find(key string) int {
-	for i, m := range r.members {
-		if string(m.key) == key {
-			return i
-		}
-	}
-	return -1
-}
-
-// objectValue returns where the value of r.members' member key starts, if that value is an object.
-func (r *trimReader) objectValue(b []byte, key string) (int, bool) {
-	i := r.find(key)
-	if i < 0 || b[r.members[i].value.start] != '{' {
-		return 0, false
-	}
-	return r.members[i].value.start, true
-}
-
-// cut returns the span that removes r.members' member key from their object, together with the
-// comma that parts it from a neighbour; empty when there is no such member.
-func (r *trimReader) cut(key string) span {
-	i := r.find(key)
-	switch {
-	case i < 0:
-		return span{}
-	case i > 0: // from the end of the value before it
-		return span{r.members[i-1].value.end, r.members[i].value.end}
-	case len(r.members) > 1: // the first of several: up to the next key
-		return span{r.members[0].start, r.members[1].start}
-	default:
-		return span{r.members[0].start, r.members[0].value.end}
-	}
-}
-
-var (
-	errMalformed  = errors.New("not a JSON value")
-	errIncomplete = errors.New("the JSON value goes on past the bytes received")
-)
-
-// appendMembers appends the members of the object at b[obj] to dst.
-func appendMembers(dst []member, b []byte, obj int) ([]member, error) {
-	if obj >= len(b) || b[obj] != '{' {
-		return dst, errMalformed
-	}
-	i := skipSpace(b, obj+1)
-	if i < len(b) && b[i] == '}' {
-		return dst, nil
-	}
-	for i < len(b) {
-		if b[i] != '"' {
-			return dst, errMalformed
-		}
-		keyEnd, err := stringEnd(b, i)
-		if err != nil {
-			return dst, err
-		}
-		colon := skipSpace(b, keyEnd)
-		if colon >= len(b) || b[colon] != ':' {
-			return dst, errMalformed
-		}
-		start := skipSpace(b, colon+1)
-		end, err := valueEnd(b, start)
-		if err != nil {
-			return dst, err
-		}
-		dst = append(dst, member{key: b[i+1 : keyEnd-1], start: i, value: span{start, end}})
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			break
-		}
-		switch b[i] {
-		case '}':
-			return dst, nil
-		case ',':
-			i = skipSpace(b, i+1)
-		default:
-			return dst, errMalformed
-		}
-	}
-	return dst, errIncomplete
-}
-
-// valueEnd returns the index past the JSON value that starts at b[i]. It finds where the value ends,
-// honouring strings and their escapes; it does not check what lies between (eachMember does, where
-// the trimming looks).
-func valueEnd(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errIncomplete
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		return nestedEnd(b, i)
-	case '}', ']', ',', ':':
-		return 0, errMalformed
-	}
-	for j := i; j < len(b); j++ { // a number, true, false or null
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return j, nil
-		case '"', '{', '[', ':':
-			return 0, errMalformed
-		}
-	}
-	return 0, errIncomplete
-}
-
-// nestedEnd returns the index past the object or array that starts at b[i].
-func nestedEnd(b []byte, i int) (int, error) {
-	depth := 0
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case '"':
-			end, err := stringEnd(b, j)
-			if err != nil {
-				return 0, err
-			}
-			j = end - 1
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return j + 1, nil
-			}
-			if depth < 0 {
-				return 0, errMalformed
-			}
-		}
-	}
-	return 0, errIncomplete
-}
-
-// stringEnd returns the index past the string whose opening quote is b[i]: the next quote not
-// escaped by an odd number of backslashes.
-func stringEnd(b []byte, i int) (int, error) {
-	for j := i + 1; ; {
-		q := bytes.IndexByte(b[j:], '"')
-		if q < 0 {
-			return 0, errIncomplete
-		}
-		j += q
-		backslashes := 0
-		for k := j - 1; k > i && b[k] == '\\'; k-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			return j + 1, nil
-		}
-		j++
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}

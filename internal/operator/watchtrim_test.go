@@ -19,7 +19,7 @@ import (
 
 func trimmed(t testing.TB, ev string) string {
 	t.Helper()
-	return string((&trimReader{}).appendTrimmed(nil, []byte(ev)))
+	return string(appendTrimmed(nil, []byte(ev)))
 }
 
 func TestTrimmedEvents(t *testing.T) {
@@ -142,6 +142,8 @@ func TestWatchTrimmerPicksPartitionWatches(t *testing.T) {
 		{http.MethodGet, "https://api/apis/sharestate.dev/v1alpha1/namespaces/ns/sharepartitionstates/p?watch=true", false},
 		{http.MethodGet, "https://api/apis/sharestate.dev/v1alpha1/namespaces/ns/sharegroups?watch=true", false},
 		{http.MethodGet, "https://api/api/v1/namespaces/ns/pods?watch=true", false},
+		{http.MethodGet, "https://proxy/k8s/clusters/c-1/apis/sharestate.dev/v1alpha1/sharepartitionstates?watch=true", true},
+		{http.MethodPost, "https://api/apis/sharestate.dev/v1alpha1/sharepartitionstates?watch=true", false},
 	} {
 		u, _ := url.Parse(tc.url)
 		resp, err := rt.RoundTrip(&http.Request{Method: tc.method, URL: u})
@@ -158,7 +160,7 @@ func TestWatchTrimmerPicksPartitionWatches(t *testing.T) {
 # TYPE sharestate_operator_partition_watch_bytes_total counter
 sharestate_operator_partition_watch_bytes_total{part="kept"} %d
 sharestate_operator_partition_watch_bytes_total{part="trimmed"} %d
-`, 2*(len(event)-len(`,"managedFields":[{"manager":"m"}]`)), 2*len(`,"managedFields":[{"manager":"m"}]`))
+`, 3*(len(event)-len(`,"managedFields":[{"manager":"m"}]`)), 3*len(`,"managedFields":[{"manager":"m"}]`))
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
 	}
