@@ -23,7 +23,7 @@ import (
 // cached copy. It drops managedFields as every cached kind does, and the persister's record of its
 // last write (time, count, id) and the last fenced leader, which no reconciler reads. What partitions
 // repeat is held once (partitionShares). The operator's watch of partitions drops the batches and
-// managedFields before they are even decoded (internal/operator, trimmedPartitionWatches): what this
+// managedFields before they are even decoded (internal/operator/watchtrim.go): what this
 // transform still drops there comes from lists, and from states without the count.
 //
 // Objects in the cache are therefore not what the API server holds: nothing may write one back
