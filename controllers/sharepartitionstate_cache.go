@@ -111,7 +111,8 @@ func (t *shares) intern(s string) string {
 }
 
 // share replaces what a partition repeats with the shared copies: strings, and the labels and owner
-// references of the usual shape (the group label alone, one owner). Maps and slices of any other shape stay the partition's own.
+// references of the usual shape (the group label alone, one owner). Maps and slices of any other
+// shape stay the partition's own.
 func (t *shares) share(sps *sharestatev1.SharePartitionState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
