@@ -200,15 +200,29 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	}
 	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
 	profiled := s.profileOperator(ctx, fmt.Sprintf("scale-%d-fence", s.n))
+	before := s.operatorRequests(ctx)
 	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
+	s.logFenceRequests(before, s.operatorRequests(ctx), len(victims))
 	if err := <-profiled; err != nil {
 		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator: %v\n", s.n, err)
 	}
 	s.operator.stop()
 	raw, err = s.rawUpdates(ctx, ns, victims)
 	return fence, raw, err
+}
+
+// logFenceRequests says what the operator sent the API server during the fence: a patch per fenced
+// partition, and the rest (its groups' status writes, the live reads of the leader's pod, Events).
+func (s *scaleRun) logFenceRequests(before, after map[string]float64, fenced int) {
+	if before == nil || after == nil {
+		fmt.Fprintf(s.log, "bench: scale-%d: the operator's request counts could not be read\n", s.n)
+		return
+	}
+	sent := func(method string) int { return int(after[method] - before[method]) }
+	fmt.Fprintf(s.log, "bench: scale-%d: during the fence the operator sent %d PATCH (%d partitions fenced, so %d other: group status writes), %d GET, %d POST, %d PUT\n",
+		s.n, sent(http.MethodPatch), fenced, sent(http.MethodPatch)-fenced, sent(http.MethodGet), sent(http.MethodPost), sent(http.MethodPut))
 }
 
 // setUp creates the partitions and starts the sidecars and the operator, and waits until the operator
@@ -511,27 +525,81 @@ func (s *scaleRun) sampleRSS() (operatorMB, sidecarMB float64) {
 // operatorHeapMB reads the operator's live Go heap (go_memstats_heap_alloc_bytes: objects reachable
 // or not yet swept) from its metrics, in MB; NaN when they cannot be read.
 func (s *scaleRun) operatorHeapMB(ctx context.Context) float64 {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.operatorMetrics+"/metrics", nil)
+	samples, err := s.operatorSamples(ctx)
 	if err != nil {
 		return math.NaN()
+	}
+	return samples.sum("go_memstats_heap_alloc_bytes", "") / (1 << 20)
+}
+
+// operatorRequests reads how many API requests the operator has sent so far, by method (client-go's
+// rest_client_requests_total, all hosts and codes; a method never used is absent); nil when its
+// metrics cannot be read.
+func (s *scaleRun) operatorRequests(ctx context.Context) map[string]float64 {
+	samples, err := s.operatorSamples(ctx)
+	if err != nil {
+		return nil
+	}
+	requests := map[string]float64{}
+	for _, method := range []string{http.MethodGet, http.MethodPatch, http.MethodPost, http.MethodPut} {
+		if n := samples.sum("rest_client_requests_total", `method="`+method+`"`); !math.IsNaN(n) {
+			requests[method] = n
+		}
+	}
+	return requests
+}
+
+// metricSamples are the sample lines of a Prometheus text exposition.
+type metricSamples []string
+
+// sum adds up the samples of the metric name whose labels contain label ("" for any); NaN when
+// there is none.
+func (m metricSamples) sum(name, label string) float64 {
+	total, matched := 0.0, 0
+	for _, line := range m {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue // another metric whose name starts with this one
+		}
+		labels, value, found := strings.Cut(rest, " ")
+		if !found || !strings.Contains(labels, label) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			total, matched = total+v, matched+1
+		}
+	}
+	if matched == 0 {
+		return math.NaN()
+	}
+	return total
+}
+
+// operatorSamples reads the operator's metrics.
+func (s *scaleRun) operatorSamples(ctx context.Context) (metricSamples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.operatorMetrics+"/metrics", nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return math.NaN()
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return math.NaN()
+		return nil, err
 	}
+	var samples metricSamples
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
-			if bytes, err := strconv.ParseFloat(v, 64); err == nil {
-				return bytes / (1 << 20)
-			}
+		if line != "" && !strings.HasPrefix(line, "#") {
+			samples = append(samples, line)
 		}
 	}
-	return math.NaN()
+	return samples, nil
 }
 
 // fenceVictims deletes the victim broker's pod and times until the operator has fenced every

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +100,32 @@ func TestOpenLoopCountsLatencyFromArrival(t *testing.T) {
 	}
 	if res.offeredPerSecond <= 0 || res.achievedPerSecond <= 0 {
 		t.Errorf("offered %.1f/s, achieved %.1f/s", res.offeredPerSecond, res.achievedPerSecond)
+	}
+}
+
+func TestMetricSamplesSum(t *testing.T) {
+	samples := metricSamples{
+		`go_memstats_heap_alloc_bytes 2.097152e+06`,
+		`go_memstats_heap_alloc_bytes_total 99`,
+		`rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 1000`,
+		`rest_client_requests_total{code="409",host="127.0.0.1:6443",method="PATCH"} 3`,
+		`rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 16`,
+		`rest_client_requests_total_other{method="PATCH"} 7`,
+	}
+	for _, tt := range []struct {
+		name, label string
+		want        float64
+	}{
+		{"go_memstats_heap_alloc_bytes", "", 2097152},
+		{"rest_client_requests_total", `method="PATCH"`, 1003},
+		{"rest_client_requests_total", `method="GET"`, 16},
+		{"rest_client_requests_total", "", 1019},
+	} {
+		if got := samples.sum(tt.name, tt.label); got != tt.want {
+			t.Errorf("sum(%s, %s) = %v, want %v", tt.name, tt.label, got, tt.want)
+		}
+	}
+	if got := samples.sum("rest_client_requests_total", `method="POST"`); !math.IsNaN(got) {
+		t.Errorf("no POST samples: sum %v, want NaN", got)
 	}
 }
