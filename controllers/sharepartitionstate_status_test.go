@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -90,5 +92,38 @@ func TestFenceAndConditions(t *testing.T) {
 	}
 	if !meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionInitialized) || obj.Status.ObservedGeneration != 1 {
 		t.Fatalf("conditions %+v", obj.Status.Conditions)
+	}
+}
+
+// TestPartitionsLedByAPodAreFencedGroupByGroup: the requests a pod's death enqueues are in the order
+// of group, topic and partition, whatever order the cache returned the partitions in, so the
+// workers finish one group's fences before they start the next group's.
+func TestPartitionsLedByAPodAreFencedGroupByGroup(t *testing.T) {
+	partition := func(group, topic string, p int32) sharestatev1.SharePartitionState {
+		return sharestatev1.SharePartitionState{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: sharestatev1.SharePartitionStateName(group, topic, p)},
+			Spec:       sharestatev1.SharePartitionStateSpec{GroupID: sharestatev1.GroupID(group), TopicID: sharestatev1.TopicID(topic), Partition: p},
+		}
+	}
+	var want []sharestatev1.SharePartitionState
+	for _, group := range []string{"billing", "orders", "payments"} {
+		for _, topic := range []string{"AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"} {
+			for p := range int32(12) { // 10 and 11 sort after 9, not after 1
+				want = append(want, partition(group, topic, p))
+			}
+		}
+	}
+	shuffled := slices.Clone(want)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+
+	got := partitionsInGroupOrder(shuffled)
+	if len(got) != len(want) {
+		t.Fatalf("%d requests for %d partitions", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || got[i].Namespace != "ns" {
+			t.Fatalf("request %d is %s, want %s/%s (%s, topic %s, partition %d)", i, got[i], "ns", want[i].Name,
+				want[i].Spec.GroupID, want[i].Spec.TopicID, want[i].Spec.Partition)
+		}
 	}
 }
