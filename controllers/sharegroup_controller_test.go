@@ -356,9 +356,10 @@ func TestGroupStatusGathersPartitionChanges(t *testing.T) {
 		t.Fatalf("waiting for the group to show %d fenced partitions: %v", partitions, err)
 	}
 	elapsed := time.Since(began)
-	// A pass per delay (partitionChangeDelay, 1 s) since the first fence, and one per refresh period (at least 0.9 s), each
-	// writing the status at most once, and the write that shows them all.
-	bound := int(elapsed.Seconds()/1.0+elapsed.Seconds()/0.9) + 2
+	// A pass per delay (partitionChangeDelay, 1 s) since the first fence, and one per refresh (at
+	// least half the period, 0.5 s, after a pass), each writing the status at most once, and the
+	// write that shows them all.
+	bound := int(elapsed.Seconds()/1.0+elapsed.Seconds()/0.5) + 2
 	t.Logf("%d status writes while %d partitions were fenced in %s (bound %d)", writes, partitions, elapsed.Round(time.Millisecond), bound)
 	if writes > bound {
 		t.Fatalf("the group's status was written %d times while %d partitions were fenced in %s, want at most %d",

@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
@@ -35,28 +37,56 @@ func TestAggregate(t *testing.T) {
 	}
 }
 
-// TestTotalsRefreshIsSpread: each pass's next refresh falls within ±10 % of the period, and not
-// always on the same instant, so groups started together drift apart.
-func TestTotalsRefreshIsSpread(t *testing.T) {
-	r := &ShareGroupReconciler{TotalsRefresh: 30 * time.Second}
-	seen := map[time.Duration]bool{}
-	for range 1000 {
-		d := r.nextTotalsRefresh()
-		if d < 27*time.Second || d >= 33*time.Second {
-			t.Fatalf("next refresh in %s, want within 27s..33s", d)
+// TestTotalsRefreshesAreSpreadOverThePeriod: 200 groups passed at the same instant (an operator's
+// start) refresh their totals at slots spread evenly over the period, and each keeps its slot from
+// one refresh to the next, a period later.
+func TestTotalsRefreshesAreSpreadOverThePeriod(t *testing.T) {
+	const period, groups = 30 * time.Second, 200
+	start := time.Date(2026, 12, 1, 20, 0, 0, 123456789, time.UTC)
+	now := start
+	r := &ShareGroupReconciler{TotalsRefresh: period, Now: func() time.Time { return now }}
+	perSecond := make([]int, period/time.Second)
+	for i := range groups {
+		uid := types.UID(fmt.Sprintf("7f1c2a6e-0000-4000-8000-%012d", i))
+		now = start
+		first := r.nextTotalsRefresh(uid)
+		if first < period/2 || first >= period*3/2 {
+			t.Fatalf("group %d: first refresh in %s, want within %s..%s", i, first, period/2, period*3/2)
 		}
-		seen[d] = true
+		perSecond[int(start.Add(first).Sub(start.Truncate(period))%period/time.Second)]++
+		now = start.Add(first) // the refresh, on time
+		if next := r.nextTotalsRefresh(uid); next != period {
+			t.Fatalf("group %d: refreshed at its slot, next refresh in %s, want a period (%s)", i, next, period)
+		}
+		now = start.Add(first + 40*time.Millisecond) // the refresh, late
+		if next := r.nextTotalsRefresh(uid); next != period-40*time.Millisecond {
+			t.Fatalf("group %d: refreshed 40ms after its slot, next refresh in %s, want the next slot", i, next)
+		}
 	}
-	lowest, highest := 33*time.Second, time.Duration(0)
-	for d := range seen {
-		lowest, highest = min(lowest, d), max(highest, d)
+	// 6.7 groups a second on average; a second of 20 or more is a burst (Poisson: under 1e-4).
+	for second, n := range perSecond {
+		if n >= 20 {
+			t.Fatalf("%d of %d groups refresh within second %d of the period, want them spread (%v)", n, groups, second, perSecond)
+		}
 	}
-	// Uniform over 27s..33s, a thousand draws all miss the half second at either end with a
-	// probability of 1e-38.
-	if lowest > 27500*time.Millisecond || highest < 32500*time.Millisecond {
-		t.Fatalf("1000 refreshes spread over %s..%s only, want 27s..33s", lowest, highest)
+}
+
+// TestTotalsRefreshAfterAnEarlyPass: a pass just before the group's slot (a partition changed) puts
+// the refresh at the slot after, not at once.
+func TestTotalsRefreshAfterAnEarlyPass(t *testing.T) {
+	const period = 30 * time.Second
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	r := &ShareGroupReconciler{TotalsRefresh: period, Now: func() time.Time { return now }}
+	uid := types.UID("a8d3a0c4-5b7e-4c57-9e0b-5e1f3b2d7c10")
+	slot := now.Add(r.nextTotalsRefresh(uid))
+	for _, before := range []time.Duration{time.Second, period/2 - time.Millisecond} {
+		now = slot.Add(-before)
+		if next := r.nextTotalsRefresh(uid); next != before+period {
+			t.Fatalf("pass %s before the slot: next refresh in %s, want %s (the slot after)", before, next, before+period)
+		}
 	}
-	if len(seen) < 500 {
-		t.Fatalf("only %d different delays in 1000 passes", len(seen))
+	now = slot.Add(-period / 2)
+	if next := r.nextTotalsRefresh(uid); next != period/2 {
+		t.Fatalf("pass half a period before the slot: next refresh in %s, want %s (the slot)", next, period/2)
 	}
 }
