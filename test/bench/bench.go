@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -62,6 +63,13 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 	selected, err := cfg.selected()
 	if err != nil {
 		return err
+	}
+	if cfg.ProfileDir != "" {
+		// Made before anything is measured: a profile that cannot be written is found out at once,
+		// not after a scenario's minutes of set-up.
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return fmt.Errorf("-profile-dir: %w", err)
+		}
 	}
 	if slices.Contains(cfg.Scenarios, ScaleScenario) {
 		// The scale scenarios start control planes of their own, one per size.
