@@ -133,6 +133,8 @@ func TestSecureMetricsAnswerAsTheAPIServerDoes(t *testing.T) {
 			return fmt.Errorf("status %d (%q)", status, body)
 		case !strings.Contains(body, "controller_runtime_reconcile_total"):
 			return fmt.Errorf("no controller-runtime metrics in %d bytes", len(body))
+		case !strings.Contains(body, `rest_client_request_duration_seconds_count{host=`):
+			return fmt.Errorf("no API request latencies in %d bytes", len(body))
 		}
 		return nil
 	})

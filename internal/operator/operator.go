@@ -117,6 +117,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		return nil, fmt.Errorf("registering the watch trimmer's metrics: %w", err)
 	}
 	cfg.Wrap(trimmer.wrap)
+	// How long the API server takes to answer is the first thing to look at when fences are slow:
+	// client-go's request latency, by verb, is opt-in in controller-runtime (the counts are not).
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRequestLatency)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOptions(opts),
