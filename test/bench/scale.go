@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -214,15 +215,18 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 }
 
 // logFenceRequests says what the operator sent the API server during the fence: a patch per fenced
-// partition, and the rest (its groups' status writes, the live reads of the leader's pod, Events).
-func (s *scaleRun) logFenceRequests(before, after map[string]float64, fenced int) {
+// partition, and the rest (its groups' status writes, the live reads of the leader's pod, Events),
+// and how long its patches took on average.
+func (s *scaleRun) logFenceRequests(before, after *requestCounts, fenced int) {
 	if before == nil || after == nil {
 		fmt.Fprintf(s.log, "bench: scale-%d: the operator's request counts could not be read\n", s.n)
 		return
 	}
-	sent := func(method string) int { return int(after[method] - before[method]) }
-	fmt.Fprintf(s.log, "bench: scale-%d: during the fence the operator sent %d PATCH (%d partitions fenced, so %d other: group status writes), %d GET, %d POST, %d PUT\n",
-		s.n, sent(http.MethodPatch), fenced, sent(http.MethodPatch)-fenced, sent(http.MethodGet), sent(http.MethodPost), sent(http.MethodPut))
+	sent := func(method string) int { return int(after.byMethod[method] - before.byMethod[method]) }
+	patches := sent(http.MethodPatch)
+	fmt.Fprintf(s.log, "bench: scale-%d: during the fence the operator sent %d PATCH (%d partitions fenced, so %d other: group status writes; %.1f ms each on average), %d GET, %d POST, %d PUT\n",
+		s.n, patches, fenced, patches-fenced, 1000*(after.patchSeconds-before.patchSeconds)/float64(max(patches, 1)),
+		sent(http.MethodGet), sent(http.MethodPost), sent(http.MethodPut))
 }
 
 // setUp creates the partitions and starts the sidecars and the operator, and waits until the operator
@@ -532,21 +536,30 @@ func (s *scaleRun) operatorHeapMB(ctx context.Context) float64 {
 	return samples.sum("go_memstats_heap_alloc_bytes", "") / (1 << 20)
 }
 
-// operatorRequests reads how many API requests the operator has sent so far, by method (client-go's
-// rest_client_requests_total, all hosts and codes; a method never used is absent); nil when its
-// metrics cannot be read.
-func (s *scaleRun) operatorRequests(ctx context.Context) map[string]float64 {
+// operatorRequests reads what the operator has sent the API server so far (client-go's metrics, all
+// hosts and codes): requests by method (a method never used is absent), and the seconds its PATCHes
+// took from sending to the answer; nil when its metrics cannot be read.
+func (s *scaleRun) operatorRequests(ctx context.Context) *requestCounts {
 	samples, err := s.operatorSamples(ctx)
 	if err != nil {
 		return nil
 	}
-	requests := map[string]float64{}
+	counts := &requestCounts{byMethod: map[string]float64{}}
 	for _, method := range []string{http.MethodGet, http.MethodPatch, http.MethodPost, http.MethodPut} {
 		if n := samples.sum("rest_client_requests_total", `method="`+method+`"`); !math.IsNaN(n) {
-			requests[method] = n
+			counts.byMethod[method] = n
 		}
 	}
-	return requests
+	if secs := samples.sum("rest_client_request_duration_seconds_sum", `verb="PATCH"`); !math.IsNaN(secs) {
+		counts.patchSeconds = secs
+	}
+	return counts
+}
+
+// requestCounts are the operator's API requests so far.
+type requestCounts struct {
+	byMethod     map[string]float64
+	patchSeconds float64
 }
 
 // metricSamples are the sample lines of a Prometheus text exposition.
@@ -609,6 +622,7 @@ func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[stri
 	watchCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	fenced := map[string]bool{}
+	var times []time.Time // of each partition's fence, as the watch received it
 	var last time.Time
 	started := make(chan time.Time, 1)
 	go func() {
@@ -622,6 +636,7 @@ func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[stri
 		sps, ok := obj.(*sharestatev1.SharePartitionState)
 		if ok && ev != watch.Deleted && victims[sps.Name] && !fenced[sps.Name] && sps.Status.StateEpoch > benchEpoch {
 			fenced[sps.Name], last = true, time.Now()
+			times = append(times, last)
 		}
 		return len(fenced) == len(victims)
 	})
@@ -629,6 +644,9 @@ func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[stri
 	if err != nil {
 		return 0, fmt.Errorf("%d of %d partitions fenced: %w", len(fenced), len(victims), err)
 	}
+	at := func(fraction float64) float64 { return times[int(fraction*float64(len(times)-1))].Sub(start).Seconds() }
+	fmt.Fprintf(s.log, "bench: scale-%d: partitions fenced after %.2f s (the first), %.2f s (a tenth), %.2f s (half), %.2f s (nine tenths), %.2f s (all)\n",
+		s.n, at(0), at(0.1), at(0.5), at(0.9), at(1))
 	return last.Sub(start), nil
 }
 
@@ -645,12 +663,18 @@ func (s *scaleRun) rawUpdates(ctx context.Context, ns string, victims map[string
 			objs = append(objs, &list.Items[i])
 		}
 	}
+	var took atomic.Int64 // nanoseconds, over all updates
 	start := time.Now()
 	err := parallelDo(ctx, len(objs), operator.DefaultMaxConcurrentReconciles, func(i int) error {
 		objs[i].Status.StateEpoch++
+		sent := time.Now()
+		defer func() { took.Add(int64(time.Since(sent))) }()
 		return s.client.Status().Update(ctx, objs[i])
 	})
-	return time.Since(start), err
+	elapsed := time.Since(start)
+	fmt.Fprintf(s.log, "bench: scale-%d: %d raw updates in %.2f s, %.1f ms each on average\n",
+		s.n, len(objs), elapsed.Seconds(), float64(took.Load())/1e6/float64(max(len(objs), 1)))
+	return elapsed, err
 }
 
 // line is one level's summary, as `make bench` prints it.
