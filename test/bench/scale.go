@@ -616,23 +616,36 @@ func (s *scaleRun) operatorSamples(ctx context.Context) (metricSamples, error) {
 }
 
 // fenceVictims deletes the victim broker's pod and times until the operator has fenced every
-// partition it led, watching them.
+// partition it led, watching them from a list made before the clock starts: listing the namespace's
+// thousands of partitions (about 5 KB each) while the fences run would load the API server with the
+// bench's own list, which the raw baseline does not have.
 func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[string]bool) (time.Duration, error) {
+	var before sharestatev1.SharePartitionStateList
+	if err := s.client.List(ctx, &before, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("listing the partitions before the fence: %w", err)
+	}
+	for i := range before.Items {
+		if victims[before.Items[i].Name] && before.Items[i].Status.StateEpoch > benchEpoch {
+			return 0, fmt.Errorf("partition %s is fenced before its leader's pod is deleted", before.Items[i].Name)
+		}
+	}
 	fmt.Fprintf(s.log, "bench: scale-%d: deleting the broker pod that leads %d partitions, the load running\n", s.n, len(victims))
 	watchCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	fenced := map[string]bool{}
 	var times []time.Time // of each partition's fence, as the watch received it
 	var last time.Time
-	started := make(chan time.Time, 1)
+	started, deleteErr := make(chan time.Time, 1), make(chan error, 1)
 	go func() {
 		start := time.Now()
-		if err := s.client.Delete(ctx, s.cluster.victim); err != nil {
+		err := s.client.Delete(ctx, s.cluster.victim)
+		if err != nil {
 			cancel()
 		}
 		started <- start
+		deleteErr <- err
 	}()
-	err := testenv.Follow(watchCtx, s.client, &sharestatev1.SharePartitionStateList{}, ns, func(ev watch.EventType, obj client.Object) bool {
+	err := testenv.FollowFrom(watchCtx, s.client, &sharestatev1.SharePartitionStateList{}, ns, before.ResourceVersion, func(ev watch.EventType, obj client.Object) bool {
 		sps, ok := obj.(*sharestatev1.SharePartitionState)
 		if ok && ev != watch.Deleted && victims[sps.Name] && !fenced[sps.Name] && sps.Status.StateEpoch > benchEpoch {
 			fenced[sps.Name], last = true, time.Now()
@@ -641,6 +654,9 @@ func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[stri
 		return len(fenced) == len(victims)
 	})
 	start := <-started
+	if err := <-deleteErr; err != nil {
+		return 0, fmt.Errorf("deleting the victim broker's pod: %w", err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%d of %d partitions fenced: %w", len(fenced), len(victims), err)
 	}

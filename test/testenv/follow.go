@@ -23,7 +23,15 @@ import (
 // API server no longer has that version (410 Gone). Failed requests are retried with back-off. So
 // handle may see an object's state more than once, never out of order within one watch.
 func Follow(ctx context.Context, c client.WithWatch, list client.ObjectList, ns string, handle func(watch.EventType, client.Object) bool) error {
-	f := &follower{c: c, list: list, ns: ns, handle: handle}
+	return FollowFrom(ctx, c, list, ns, "", handle)
+}
+
+// FollowFrom is Follow from resourceVersion rv: it hands only the changes after rv, and lists first
+// only if the API server no longer has rv (or rv is ""). A caller that listed the objects itself,
+// before what it times, follows from its list's resourceVersion so that no list of its own loads the
+// API server during the timing.
+func FollowFrom(ctx context.Context, c client.WithWatch, list client.ObjectList, ns, rv string, handle func(watch.EventType, client.Object) bool) error {
+	f := &follower{c: c, list: list, ns: ns, handle: handle, rv: rv}
 	for {
 		done, err := f.step(ctx)
 		if done {
