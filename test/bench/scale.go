@@ -401,6 +401,9 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	res.operatorRSS, res.sidecarRSS = max(res.operatorRSS, level.operatorRSS), max(res.sidecarRSS, level.sidecarRSS)
 	loop.stopAndWait() // the window's writes have their answers
 	level.run = loop.window(from, to)
+	slow := scaleLatencyTarget * res.lonePercentile50
+	fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%%, writes slower than %.0f ms (%d lone p50s): %s\n",
+		s.n, 100*load, millis(slow), scaleLatencyTarget, describeSlowSpells(loop.slowSpells(from, to, slow)))
 	writes := level.run.achievedPerSecond * level.run.seconds
 	if writes == 0 {
 		return level, fmt.Errorf("no write succeeded in the window at %.0f%% load", 100*load)
@@ -712,6 +715,9 @@ func (r *scaleResult) line(l scaleLevel) string {
 	return line
 }
 
+// scaleLatencyTarget is the bound on the p99 at 50 % load, in p50s of a lone write.
+const scaleLatencyTarget = 4
+
 // verdicts checks the targets on one size's measurement.
 func (r *scaleResult) verdicts() string {
 	half, busy := r.levels[0], r.levels[len(r.levels)-1]
@@ -725,7 +731,7 @@ func (r *scaleResult) verdicts() string {
 		fmt.Sprintf("operator/apiserver CPU per write at %.0f%% %.3f (target <= 0.05): %s", 100*busy.load, cpuRatio, verdict(cpuRatio <= 0.05)),
 		fmt.Sprintf("operator RSS %.1f MB (target <= %.1f): %s", r.operatorRSS, rssBound, verdict(r.operatorRSS <= rssBound)),
 		fmt.Sprintf("sidecar RSS %.1f MB (target <= %.0f): %s", r.sidecarRSS, sidecarBound, verdict(r.sidecarRSS <= sidecarBound)),
-		fmt.Sprintf("p99 at %.0f%% / lone p50 %.2f (target <= 4): %s", 100*half.load, latencyRatio, verdict(latencyRatio <= 4)),
+		fmt.Sprintf("p99 at %.0f%% / lone p50 %.2f (target <= %d): %s", 100*half.load, latencyRatio, scaleLatencyTarget, verdict(latencyRatio <= scaleLatencyTarget)),
 		fmt.Sprintf("achieved/offered at %.0f%% %.3f (target >= 0.98): %s", 100*busy.load, achieved, verdict(achieved >= 0.98)),
 		fmt.Sprintf("fence/raw of %d partitions %.2f (target <= 1.5): %s", r.fenced, fenceRatio, verdict(fenceRatio <= 1.5)),
 	}

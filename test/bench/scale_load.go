@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -160,3 +162,59 @@ func (l *openLoop) window(from, to time.Duration) openResult {
 	}
 	return r
 }
+
+// slowSpell is a run of a window's slow writes whose scheduled arrivals are less than
+// slowSpellGap apart: most often one stall of something on the path, which every write that
+// arrived during it waited out.
+type slowSpell struct {
+	from, to time.Duration // the first and the last slow write's scheduled arrival, since the window began
+	writes   int
+	worst    time.Duration
+}
+
+// slowSpellGap separates two spells of slow writes.
+const slowSpellGap = 500 * time.Millisecond
+
+// slowSpells returns the spells of the writes that arrived in [from, to) and succeeded in more than
+// over, in the order they arrived. Call it when window could be.
+func (l *openLoop) slowSpells(from, to, over time.Duration) []slowSpell {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var spells []slowSpell
+	for _, w := range l.arrived { // in the order of arrival
+		latency := w.finished - w.scheduled
+		if w.scheduled < from || w.scheduled >= to || !w.complete || w.failed || latency <= over {
+			continue
+		}
+		at := w.scheduled - from
+		if n := len(spells); n > 0 && at-spells[n-1].to < slowSpellGap {
+			spells[n-1].to, spells[n-1].writes, spells[n-1].worst = at, spells[n-1].writes+1, max(spells[n-1].worst, latency)
+			continue
+		}
+		spells = append(spells, slowSpell{from: at, to: at, writes: 1, worst: latency})
+	}
+	return spells
+}
+
+// describeSlowSpells says, in a few words, when the slow writes came and how slow they were.
+func describeSlowSpells(spells []slowSpell) string {
+	if len(spells) == 0 {
+		return "none"
+	}
+	total := 0
+	parts := make([]string, 0, min(len(spells), maxSpellsDescribed))
+	for i, s := range spells {
+		total += s.writes
+		if i < maxSpellsDescribed {
+			parts = append(parts, fmt.Sprintf("%.2f-%.2f s (%d, worst %.0f ms)", s.from.Seconds(), s.to.Seconds(), s.writes, millis(s.worst)))
+		}
+	}
+	more := ""
+	if len(spells) > maxSpellsDescribed {
+		more = fmt.Sprintf(" and %d spells more", len(spells)-maxSpellsDescribed)
+	}
+	return fmt.Sprintf("%d in %d spells: %s%s", total, len(spells), strings.Join(parts, ", "), more)
+}
+
+// maxSpellsDescribed bounds the spells describeSlowSpells lists.
+const maxSpellsDescribed = 5

@@ -129,3 +129,33 @@ func TestMetricSamplesSum(t *testing.T) {
 		t.Errorf("no POST samples: sum %v, want NaN", got)
 	}
 }
+
+func TestSlowSpellsGatherTheWritesOfOneStall(t *testing.T) {
+	ms := time.Millisecond
+	l := &openLoop{}
+	for i := range 100 { // a write every 10 ms from 0 to 990 ms, 5 ms each...
+		l.arrived = append(l.arrived, openWrite{scheduled: time.Duration(i) * 10 * ms, finished: time.Duration(i)*10*ms + 5*ms, complete: true})
+	}
+	for i := 20; i < 25; i++ { // ...but for one stall of 80 ms at 200 ms
+		l.arrived[i].finished = 280 * ms
+	}
+	l.arrived[80].finished = l.arrived[80].scheduled + 50*ms // and one slow write, far from it
+	l.arrived[81].failed = true                              // a failure is not a slow write
+	l.arrived[81].finished = l.arrived[81].scheduled + time.Second
+	spells := l.slowSpells(100*ms, 900*ms, 30*ms)
+	want := []slowSpell{{from: 100 * ms, to: 140 * ms, writes: 5, worst: 80 * ms}, {from: 700 * ms, to: 700 * ms, writes: 1, worst: 50 * ms}}
+	if len(spells) != len(want) {
+		t.Fatalf("spells %+v, want %+v", spells, want)
+	}
+	for i := range want {
+		if spells[i] != want[i] {
+			t.Fatalf("spell %d is %+v, want %+v", i, spells[i], want[i])
+		}
+	}
+	if got := describeSlowSpells(spells); got != "6 in 2 spells: 0.10-0.14 s (5, worst 80 ms), 0.70-0.70 s (1, worst 50 ms)" {
+		t.Errorf("described as %q", got)
+	}
+	if got := describeSlowSpells(nil); got != "none" {
+		t.Errorf("no spells described as %q", got)
+	}
+}
