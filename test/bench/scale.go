@@ -402,8 +402,9 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	loop.stopAndWait() // the window's writes have their answers
 	level.run = loop.window(from, to)
 	slow := scaleLatencyTarget * res.lonePercentile50
-	fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%%, writes slower than %.0f ms (%d lone p50s): %s\n",
-		s.n, 100*load, millis(slow), scaleLatencyTarget, describeSlowSpells(loop.slowSpells(from, to, slow)))
+	fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%% (the window from %s), writes slower than %.0f ms (%d lone p50s): %s\n",
+		s.n, 100*load, loop.begin.Add(from).Format("15:04:05.000"), millis(slow), scaleLatencyTarget,
+		describeSlowSpells(loop.slowSpells(from, to, slow)))
 	writes := level.run.achievedPerSecond * level.run.seconds
 	if writes == 0 {
 		return level, fmt.Errorf("no write succeeded in the window at %.0f%% load", 100*load)
