@@ -205,13 +205,26 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
+	fenceEnd := loop.now()
 	s.logFenceRequests(before, s.operatorRequests(ctx), len(victims))
 	if err := <-profiled; err != nil {
 		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator: %v\n", s.n, err)
 	}
 	s.operator.stop()
-	raw, err = s.rawUpdates(ctx, ns, victims)
-	return fence, raw, err
+	if raw, err = s.rawUpdates(ctx, ns, victims); err != nil {
+		return 0, 0, err
+	}
+	rawEnd := loop.now()
+	loop.stopAndWait()
+	// Both are bound by what the load leaves of the API server: say what the load had of it in each.
+	during := func(end, took time.Duration) string {
+		w := loop.window(end-took, end)
+		return fmt.Sprintf("%.1f of %.1f writes/s, p50 %.0f ms, p99 %.0f ms", w.achievedPerSecond, w.offeredPerSecond,
+			millis(percentile(w.latencies, 0.5)), millis(percentile(w.latencies, 0.99)))
+	}
+	fmt.Fprintf(s.log, "bench: scale-%d: the load during the fence: %s; during the raw updates: %s\n",
+		s.n, during(fenceEnd, fence), during(rawEnd, raw))
+	return fence, raw, nil
 }
 
 // logFenceRequests says what the operator sent the API server during the fence: a patch per fenced
