@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -163,19 +164,10 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 		return nil, errors.Join(errors.New("lone writes: none succeeded in the window"), lone.firstErr)
 	}
 	res.lonePercentile50 = percentile(lone.latencies, 0.5)
-	writers := make([]writeFunc, scaleCapacityWriters)
-	for i := range writers {
-		writers[i] = s.write
-	}
 	fmt.Fprintf(s.log, "bench: scale-%d: measuring the write capacity (%d writers, closed loop)\n", s.n, scaleCapacityWriters)
-	capacity, err := measure(ctx, writers, window{warmup: s.cfg.Warmup, duration: s.cfg.Duration}, func(bool) {})
-	if err != nil {
-		return nil, fmt.Errorf("capacity: %w", err)
+	if res.capacityPerSecond, err = s.capacity(ctx); err != nil {
+		return nil, err
 	}
-	if capacity.failed > 0 || len(capacity.latencies) == 0 {
-		return nil, errors.Join(fmt.Errorf("capacity: %d writes failed, %d succeeded", capacity.failed, len(capacity.latencies)), capacity.firstErr)
-	}
-	res.capacityPerSecond = float64(len(capacity.latencies)) / capacity.elapsed.Seconds()
 	for _, load := range scaleLoads {
 		level, err := s.openLoopLevel(ctx, res, load)
 		if err != nil {
@@ -183,11 +175,33 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 		}
 		res.levels = append(res.levels, level)
 	}
+	// Once more after the loads, for the log only: whether the capacity the levels were set from
+	// still held by then.
+	if again, err := s.capacity(ctx); err == nil {
+		fmt.Fprintf(s.log, "bench: scale-%d: the write capacity measured again after the loads: %.1f writes/s (%.2f of the first)\n",
+			s.n, again, again/res.capacityPerSecond)
+	}
 	// Last, as it changes the cluster: the fence, and the raw updates that raise the same epochs again.
 	if res.fence, res.raw, err = s.fenceUnderLoad(ctx, scaleLoads[0]*res.capacityPerSecond); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// capacity measures the writes per second of scaleCapacityWriters writers in a closed loop.
+func (s *scaleRun) capacity(ctx context.Context) (float64, error) {
+	writers := make([]writeFunc, scaleCapacityWriters)
+	for i := range writers {
+		writers[i] = s.write
+	}
+	capacity, err := measure(ctx, writers, window{warmup: s.cfg.Warmup, duration: s.cfg.Duration}, func(bool) {})
+	if err != nil {
+		return 0, fmt.Errorf("capacity: %w", err)
+	}
+	if capacity.failed > 0 || len(capacity.latencies) == 0 {
+		return 0, errors.Join(fmt.Errorf("capacity: %d writes failed, %d succeeded", capacity.failed, len(capacity.latencies)), capacity.firstErr)
+	}
+	return float64(len(capacity.latencies)) / capacity.elapsed.Seconds(), nil
 }
 
 // fenceUnderLoad runs the open loop at rate, deletes the victim broker's pod and times until the
@@ -423,6 +437,8 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 		return level, fmt.Errorf("no write succeeded in the window at %.0f%% load", 100*load)
 	}
 	used := after.minus(before)
+	fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%%, the machine was %s; per write the sidecars spent %.2f ms of CPU, the bench %.2f\n",
+		s.n, 100*load, used.describe(level.run.seconds), used.sidecars*1000/writes, used.bench*1000/writes)
 	level.operatorMillisPerWrite = used.operator * 1000 / writes
 	level.apiserverMillisPerWrite = used.apiserver * 1000 / writes
 	level.othersCores = used.others / level.run.seconds
@@ -475,14 +491,23 @@ func saveURL(ctx context.Context, url, path string) error {
 	return f.Close()
 }
 
-// scaleCPU is CPU seconds used: by the operator, by the API server, and by the machine's processes
-// that are not this bench's (others: the noise).
+// scaleCPU is CPU seconds used: by the operator, by the API server, by the sidecars, by this bench's
+// own process, by the whole machine, and by the machine's processes that are not this bench's
+// (others: the noise).
 type scaleCPU struct {
-	operator, apiserver, others float64
+	operator, apiserver, sidecars, bench, machine, others float64
 }
 
 func (a scaleCPU) minus(b scaleCPU) scaleCPU {
-	return scaleCPU{operator: a.operator - b.operator, apiserver: a.apiserver - b.apiserver, others: max(a.others-b.others, 0)}
+	return scaleCPU{operator: a.operator - b.operator, apiserver: a.apiserver - b.apiserver, sidecars: a.sidecars - b.sidecars,
+		bench: a.bench - b.bench, machine: a.machine - b.machine, others: max(a.others-b.others, 0)}
+}
+
+// describe says how busy the machine was over seconds, and who kept it busy.
+func (a scaleCPU) describe(seconds float64) string {
+	rest := a.machine - a.apiserver - a.sidecars - a.operator - a.bench
+	return fmt.Sprintf("%.2f of %d cores busy: kube-apiserver %.2f, the sidecars %.2f, the operator %.2f, the bench %.2f, etcd and the rest %.2f",
+		a.machine/seconds, runtime.NumCPU(), a.apiserver/seconds, a.sidecars/seconds, a.operator/seconds, a.bench/seconds, rest/seconds)
 }
 
 // sampleCPU reads the CPU seconds used so far. others is the machine's busy time less this process's
@@ -495,7 +520,11 @@ func (s *scaleRun) sampleCPU() scaleCPU {
 		}
 		return cpu.Seconds()
 	}
-	out := scaleCPU{operator: seconds(s.operator.pid()), apiserver: seconds(s.apiserver), others: math.NaN()}
+	out := scaleCPU{operator: seconds(s.operator.pid()), apiserver: seconds(s.apiserver), bench: seconds(os.Getpid()),
+		machine: math.NaN(), others: math.NaN()}
+	for _, c := range s.sidecars {
+		out.sidecars += seconds(c.pid())
+	}
 	stat, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return out
@@ -504,7 +533,8 @@ func (s *scaleRun) sampleCPU() scaleCPU {
 	if err != nil {
 		return out
 	}
-	out.others = busy.Seconds() - seconds(os.Getpid()) - childrenCPU()
+	out.machine = busy.Seconds()
+	out.others = out.machine - out.bench - childrenCPU()
 	return out
 }
 
