@@ -176,7 +176,7 @@ type slowSpell struct {
 const slowSpellGap = 500 * time.Millisecond
 
 // slowSpells returns the spells of the writes that arrived in [from, to) and succeeded in more than
-// over, in the order they arrived. Call it when window could be.
+// over, in the order they arrived. Like window, call it once the window's writes have their answers.
 func (l *openLoop) slowSpells(from, to, over time.Duration) []slowSpell {
 	l.mu.Lock()
 	defer l.mu.Unlock()
