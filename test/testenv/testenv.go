@@ -31,6 +31,7 @@ import (
 // Env is a running control plane.
 type Env struct {
 	env    *envtest.Environment
+	logs   []*os.File // the control plane's output, with StartLogged
 	Config *rest.Config
 	Scheme *k8sruntime.Scheme
 	Client client.Client
@@ -55,7 +56,12 @@ const (
 )
 
 // Start starts kube-apiserver and etcd and installs the CRDs of config/crd/bases.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartLogged("") }
+
+// StartLogged is Start, with kube-apiserver's and etcd's output kept in logDir (kube-apiserver.log,
+// etcd.log) when it is not empty: the bench lines up their slow-request warnings and garbage
+// collection traces with its own slow writes. Without it envtest discards their output.
+func StartLogged(logDir string) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, ErrNoAssets
 	}
@@ -73,24 +79,58 @@ func Start() (*Env, error) {
 		ControlPlaneStartTimeout: ControlPlaneStartTimeout,
 		ControlPlaneStopTimeout:  ControlPlaneStopTimeout,
 	}
+	logs, err := logControlPlane(env, logDir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{env: env, logs: logs, Scheme: scheme}
 	cfg, err := env.Start()
 	if err != nil {
 		// Start leaves the processes running when a later step (installing the CRDs) fails.
-		_ = env.Stop()
+		_ = e.Stop()
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
 	// Tests hammer the API server on purpose; client-side throttling would measure the client instead.
 	cfg.QPS, cfg.Burst = -1, -1
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		_ = env.Stop()
+		_ = e.Stop()
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
-	return &Env{env: env, Config: cfg, Scheme: scheme, Client: c}, nil
+	e.Config, e.Client = cfg, c
+	return e, nil
 }
 
-// Stop stops the control plane.
-func (e *Env) Stop() error { return e.env.Stop() }
+// logControlPlane points kube-apiserver's and etcd's output at files of dir, if dir is not empty.
+func logControlPlane(env *envtest.Environment, dir string) ([]*os.File, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("the control plane's log directory: %w", err)
+	}
+	apiserver, err := os.Create(filepath.Join(dir, "kube-apiserver.log"))
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := os.Create(filepath.Join(dir, "etcd.log"))
+	if err != nil {
+		_ = apiserver.Close()
+		return nil, err
+	}
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserver, Err: apiserver}
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcd, Err: etcd}
+	return []*os.File{apiserver, etcd}, nil
+}
+
+// Stop stops the control plane, and closes its logs once it has stopped writing them.
+func (e *Env) Stop() error {
+	err := e.env.Stop()
+	for _, f := range e.logs {
+		err = errors.Join(err, f.Close())
+	}
+	return err
+}
 
 // Run is a TestMain body: with -short it runs the tests without a control plane (those that need one
 // skip themselves through Require); otherwise it starts one, runs the tests and stops it. set receives
