@@ -240,17 +240,26 @@ func (p *profiler) stop() error {
 }
 
 func (p *profiler) fetchAPIServerProfile(ctx context.Context, path string, length time.Duration) error {
+	return saveAPIServerProfile(ctx, p.config, "profile", length, path)
+}
+
+// saveAPIServerProfile writes kube-apiserver's /debug/pprof/<kind> into path: a CPU profile
+// ("profile") over length rounded up to whole seconds, or a snapshot ("heap") when length is zero.
+func saveAPIServerProfile(ctx context.Context, config *rest.Config, kind string, length time.Duration, path string) error {
 	seconds := math.Ceil(length.Seconds())
-	cfg := rest.CopyConfig(p.config)
+	cfg := rest.CopyConfig(config)
 	cfg.Timeout = time.Duration(seconds)*time.Second + time.Minute
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	profile, err := dc.RESTClient().Get().AbsPath("/debug/pprof/profile").
-		Param("seconds", strconv.Itoa(int(seconds))).DoRaw(ctx)
+	req := dc.RESTClient().Get().AbsPath("/debug/pprof/" + kind)
+	if seconds > 0 {
+		req = req.Param("seconds", strconv.Itoa(int(seconds)))
+	}
+	profile, err := req.DoRaw(ctx)
 	if err != nil {
-		return fmt.Errorf("fetching the API server's CPU profile: %w", err)
+		return fmt.Errorf("fetching the API server's %s profile: %w", kind, err)
 	}
 	return os.WriteFile(path, profile, 0o644)
 }

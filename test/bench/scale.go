@@ -115,7 +115,14 @@ func runScaleSize(ctx context.Context, cfg Config, bins binaries, n int, log io.
 		return nil, err
 	}
 	fmt.Fprintf(log, "bench: scale-%d: starting a control plane; logs in %s\n", n, dir)
-	env, err := testenv.Start()
+	controlPlaneLogs := ""
+	if cfg.ProfileDir != "" {
+		// Kept with the profiles: the spells of slow writes are set beside kube-apiserver's and etcd's
+		// warnings (and, with GODEBUG=gctrace=1, their garbage collections) by wall-clock time.
+		controlPlaneLogs = filepath.Join(cfg.ProfileDir, fmt.Sprintf("scale-%d-control-plane", n))
+		fmt.Fprintf(log, "bench: scale-%d: the control plane's own logs in %s\n", n, controlPlaneLogs)
+	}
+	env, err := testenv.StartLogged(controlPlaneLogs)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -214,7 +221,7 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 		return 0, 0, ctx.Err()
 	}
 	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
-	profiled := s.profileOperator(ctx, fmt.Sprintf("scale-%d-fence", s.n))
+	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-fence", s.n))
 	before := s.operatorRequests(ctx)
 	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
 		return 0, 0, err
@@ -222,7 +229,7 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	fenceEnd := loop.now()
 	s.logFenceRequests(before, s.operatorRequests(ctx), len(victims))
 	if err := <-profiled; err != nil {
-		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator: %v\n", s.n, err)
+		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator and kube-apiserver: %v\n", s.n, err)
 	}
 	s.operator.stop()
 	if raw, err = s.rawUpdates(ctx, ns, victims); err != nil {
@@ -414,14 +421,16 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	if !sleepUntil(ctx, time.Now().Add(s.cfg.Warmup)) {
 		return level, ctx.Err()
 	}
+	gcBefore, gcBeforeOK := sampleAPIServerGC(ctx, s.env.Config)
 	from, before := loop.now(), s.sampleCPU()
-	profiled := s.profileOperator(ctx, fmt.Sprintf("scale-%d-load-%.0f", s.n, 100*load))
+	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-load-%.0f", s.n, 100*load))
 	if !sleepUntil(ctx, time.Now().Add(s.cfg.Duration)) {
 		return level, ctx.Err()
 	}
 	to, after := loop.now(), s.sampleCPU()
+	gcAfter, gcAfterOK := sampleAPIServerGC(ctx, s.env.Config)
 	if err := <-profiled; err != nil {
-		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator: %v\n", s.n, err)
+		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator and kube-apiserver: %v\n", s.n, err)
 	}
 	level.operatorRSS, level.sidecarRSS = s.sampleRSS()
 	level.operatorHeap = s.operatorHeapMB(ctx)
@@ -439,27 +448,37 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	used := after.minus(before)
 	fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%%, the machine was %s; per write the sidecars spent %.2f ms of CPU, the bench %.2f\n",
 		s.n, 100*load, used.describe(level.run.seconds), used.sidecars*1000/writes, used.bench*1000/writes)
+	if gcBeforeOK && gcAfterOK {
+		fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%%, kube-apiserver's Go runtime counted %s\n",
+			s.n, 100*load, describeGC(gcBefore, gcAfter, used.apiserver))
+	}
 	level.operatorMillisPerWrite = used.operator * 1000 / writes
 	level.apiserverMillisPerWrite = used.apiserver * 1000 / writes
 	level.othersCores = used.others / level.run.seconds
 	return level, nil
 }
 
-// profileOperator, with -profile-dir, saves the operator's CPU profile of the -duration that starts
-// now (<name>.operator.pprof) and its heap profile at its end (<name>.operator-heap.pprof). The
-// channel reports when both are written, or why not.
-func (s *scaleRun) profileOperator(ctx context.Context, name string) <-chan error {
+// profileWindow, with -profile-dir, saves the operator's CPU profile of the -duration that starts now
+// (<name>.operator.pprof), and at its end the heap profiles of the operator and of kube-apiserver
+// (<name>.operator-heap.pprof, <name>.apiserver-heap.pprof): what each process holds, by the code that
+// allocated it. kube-apiserver is not CPU-profiled here: it is the path's bottleneck, and its profiling
+// would slow the very writes measured. The channel reports when all three are written, or why not.
+func (s *scaleRun) profileWindow(ctx context.Context, name string) <-chan error {
 	done := make(chan error, 1)
 	if s.operatorPprof == "" {
 		done <- nil
 		return done
 	}
+	path := func(suffix string) string { return filepath.Join(s.cfg.ProfileDir, name+suffix) }
 	seconds := int(math.Ceil(s.cfg.Duration.Seconds()))
 	go func() {
 		base := "http://" + s.operatorPprof + "/debug/pprof/"
-		err := saveURL(ctx, base+"profile?seconds="+strconv.Itoa(seconds), filepath.Join(s.cfg.ProfileDir, name+".operator.pprof"))
+		err := saveURL(ctx, base+"profile?seconds="+strconv.Itoa(seconds), path(".operator.pprof"))
 		if err == nil {
-			err = saveURL(ctx, base+"heap", filepath.Join(s.cfg.ProfileDir, name+".operator-heap.pprof"))
+			err = saveURL(ctx, base+"heap", path(".operator-heap.pprof"))
+		}
+		if err == nil {
+			err = saveAPIServerProfile(ctx, s.env.Config, "heap", 0, path(".apiserver-heap.pprof"))
 		}
 		done <- err
 	}()
@@ -653,13 +672,18 @@ func (s *scaleRun) operatorSamples(ctx context.Context) (metricSamples, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseSamples(string(body)), nil
+}
+
+// parseSamples returns the sample lines of a Prometheus text exposition.
+func parseSamples(body string) metricSamples {
 	var samples metricSamples
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
 			samples = append(samples, line)
 		}
 	}
-	return samples, nil
+	return samples
 }
 
 // fenceVictims deletes the victim broker's pod and times until the operator has fenced every

@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// kube-apiserver holds every partition decoded in its watch cache, once for the object and once for
+// each recent event of it, so its Go heap grows with the partitions and the write rate; its garbage
+// collector's work grows with that heap. Part of that work is done by the requests themselves (mark
+// assists), which then answer late: the bench says, per window, how much there was.
+
+// gcSample is a Go process's garbage collection so far, from the runtime metrics it exports.
+type gcSample struct {
+	cpu, assist, cycles float64 // CPU seconds of the collector, of them in mark assists; cycles
+	liveMB              float64 // heap marked live by the last cycle
+}
+
+// sampleAPIServerGC reads kube-apiserver's garbage collection so far; false when its metrics
+// cannot be read.
+func sampleAPIServerGC(ctx context.Context, config *rest.Config) (gcSample, bool) {
+	dc, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return gcSample{}, false
+	}
+	body, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return gcSample{}, false
+	}
+	return gcFromSamples(parseSamples(string(body)))
+}
+
+// gcFromSamples picks a process's garbage collection out of its metrics (client_golang's runtime
+// metrics collector, which kube-apiserver registers).
+func gcFromSamples(samples metricSamples) (gcSample, bool) {
+	g := gcSample{
+		cpu:    samples.sum("go_cpu_classes_gc_total_cpu_seconds_total", ""),
+		assist: samples.sum("go_cpu_classes_gc_mark_assist_cpu_seconds_total", ""),
+		cycles: samples.sum("go_gc_cycles_total_gc_cycles_total", ""),
+		liveMB: samples.sum("go_gc_heap_live_bytes", "") / (1 << 20),
+	}
+	ok := !math.IsNaN(g.cpu) && !math.IsNaN(g.assist) && !math.IsNaN(g.cycles) && !math.IsNaN(g.liveMB)
+	return g, ok
+}
+
+// describeGC says what the collector did between before and after, against processCPU, the CPU
+// seconds the whole process used meanwhile.
+func describeGC(before, after gcSample, processCPU float64) string {
+	cpu := after.cpu - before.cpu
+	return fmt.Sprintf("%.0f garbage collections, %.2f s of CPU (%.0f%% of its own; %.2f s of it in the requests' mark assists), %.0f MB live after the last",
+		after.cycles-before.cycles, cpu, 100*cpu/processCPU, after.assist-before.assist, after.liveMB)
+}
