@@ -159,3 +159,23 @@ func TestSlowSpellsGatherTheWritesOfOneStall(t *testing.T) {
 		t.Errorf("no spells described as %q", got)
 	}
 }
+
+func TestGCFromSamples(t *testing.T) {
+	body := "# HELP go_gc_heap_live_bytes Heap memory occupied by live objects.\n" +
+		"go_cpu_classes_gc_total_cpu_seconds_total 69.1\n" +
+		"go_cpu_classes_gc_mark_assist_cpu_seconds_total 23.5\n" +
+		"go_gc_cycles_total_gc_cycles_total 126\n" +
+		"go_gc_heap_live_bytes 6.291456e+08\n"
+	before, ok := gcFromSamples(parseSamples(body))
+	if !ok || before.cycles != 126 || before.liveMB != 600 {
+		t.Fatalf("gcFromSamples = %+v, %v", before, ok)
+	}
+	after := gcSample{cpu: 71.6, assist: 24.5, cycles: 128, liveMB: 612}
+	want := "2 garbage collections, 2.50 s of CPU (25% of its own; 1.00 s of it in the requests' mark assists), 612 MB live after the last"
+	if got := describeGC(before, after, 10); got != want {
+		t.Errorf("describeGC:\n got %s\nwant %s", got, want)
+	}
+	if _, ok := gcFromSamples(parseSamples("go_gc_cycles_total_gc_cycles_total 1\n")); ok {
+		t.Error("an exposition without the runtime's CPU classes was read as complete")
+	}
+}
