@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -427,3 +428,63 @@ func worstCaseBatches(n int, base int64) []sharestatev1.StateBatch {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// Once its managedFields are reset (a write of the object, not its status, setting them to one empty
+// entry), the API server tracks no field ownership of a SharePartitionState until someone applies it
+// server-side: it skips the field management of an update whose object has none
+// (k8s.io/apimachinery v0.37.2, pkg/util/managedfields/internal/skipnonapplied.go). The persister
+// strips every object it creates (pkg/sharestate/persister) and relies on this; the test fails if a
+// Kubernetes release changes it.
+func TestStrippedManagedFieldsStayAway(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	sps := newSPS(env.Namespace(t))
+	sps.Labels = map[string]string{"app": "test"}
+	if err := env.Client.Create(ctx, sps, client.FieldOwner("creator")); err != nil {
+		t.Fatal(err)
+	}
+	if len(sps.ManagedFields) == 0 {
+		t.Fatal("a create left no managedFields: nothing to strip")
+	}
+	strip := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`))
+	if err := env.Client.Patch(ctx, sps, strip, client.FieldOwner("creator")); err != nil {
+		t.Fatal(err)
+	}
+	expectNoManagedFields(t, sps, "the strip")
+
+	now := metav1.Now()
+	sps.Status = sharestatev1.SharePartitionStateStatus{
+		StateEpoch: 1, LeaderEpoch: 2, StartOffset: 10, StateBatches: []sharestatev1.StateBatch{"10-19/2/1"},
+		Leader: &sharestatev1.LeaderRef{BrokerID: 1, PodName: "broker-1"}, CreateTime: &now, WriteTime: &now,
+	}
+	if err := env.Client.Status().Update(ctx, sps, client.FieldOwner("persister")); err != nil {
+		t.Fatal(err)
+	}
+	expectNoManagedFields(t, sps, "a status update")
+
+	observed := sps.DeepCopy()
+	observed.Status.ObservedGeneration = 1
+	observed.Status.Conditions = []metav1.Condition{{Type: "Initialized", Status: metav1.ConditionTrue, Reason: "StateInitialized", LastTransitionTime: now}}
+	patch := client.MergeFromWithOptions(sps, client.MergeFromWithOptimisticLock{})
+	if err := env.Client.Status().Patch(ctx, observed, patch, client.FieldOwner("operator")); err != nil {
+		t.Fatal(err)
+	}
+	expectNoManagedFields(t, observed, "a status patch")
+
+	observed.Labels["more"] = "yes"
+	if err := env.Client.Update(ctx, observed, client.FieldOwner("admin")); err != nil {
+		t.Fatal(err)
+	}
+	expectNoManagedFields(t, observed, "an update of the object")
+}
+
+func expectNoManagedFields(t *testing.T, obj *sharestatev1.SharePartitionState, after string) {
+	t.Helper()
+	var got sharestatev1.SharePartitionState
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ManagedFields) != 0 {
+		t.Fatalf("after %s the object has managedFields %+v", after, got.ManagedFields)
+	}
+}

@@ -431,4 +431,8 @@ func TestLeaderIdentityIsRecorded(t *testing.T) {
 	if l := obj.Status.Leader; l == nil || l.BrokerID != 7 || l.PodName != "broker-7" || l.PodUID != "uid-7" || l.LeaderEpoch != 4 {
 		t.Fatalf("leader %+v, want broker 7 (pod broker-7, uid-7) at leader epoch 4", obj.Status.Leader)
 	}
+	// The sidecar's role lets its persister reset the object's managedFields.
+	if len(obj.ManagedFields) != 0 {
+		t.Fatalf("the object has managedFields %+v: the sidecar's role lacks patch on it?", obj.ManagedFields)
+	}
 }

@@ -97,9 +97,13 @@ func (p *Persister) createObject(ctx context.Context, key partitionKey) (*shares
 	err = p.withRetry(ctx, "create", func(ctx context.Context) error { return p.opts.BulkClient.Create(ctx, obj) })
 	switch classify(err) {
 	case classOK:
-		return obj, nil
+		return p.stripManagedFields(ctx, p.opts.BulkClient, obj), nil
 	case classExists:
-		return p.getWithRetry(ctx, p.opts.BulkClient, key)
+		found, err := p.getWithRetry(ctx, p.opts.BulkClient, key)
+		if err != nil || found == nil {
+			return found, err
+		}
+		return p.stripManagedFields(ctx, p.opts.BulkClient, found), nil
 	default:
 		return nil, fmt.Errorf("creating the SharePartitionState: %w", err)
 	}

@@ -26,6 +26,7 @@ type Persister struct {
 	slots    *slotTable
 	topology *topology
 	metrics  *persisterMetrics
+	stripper managedFieldsStripper
 	log      logr.Logger
 }
 

@@ -53,6 +53,9 @@ func (p *Persister) updateLoop(ctx context.Context, c client.Client, key partiti
 				}
 				return nil, updateUnavailable, err
 			}
+			if got != nil {
+				got = p.stripManagedFields(ctx, c, got) // once an object's life; its answer is as fresh
+			}
 			obj, fresh, needRead = got, true, false
 		}
 		write, err := compute(obj)

@@ -1,0 +1,59 @@
+package persister
+
+import (
+	"context"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// A SharePartitionState is written several times a second and read by no one who needs to know
+// which writer owns which field. Yet the API server tracks that ownership in the object's
+// managedFields (about 1.4 KB of JSON), works out at each update who changed what, and keeps the
+// entries decoded, nested maps and all, in its watch cache: once in each object and once in each
+// recent event. At 10,000 partitions they were half of what a partition cost kube-apiserver's memory,
+// and its garbage collector's work with it (docs/performance.md).
+//
+// An object whose managedFields have been reset stays without them: the API server skips the field
+// management of an update (a status update or patch included) when the object has none, and only a
+// server-side apply starts it again (k8s.io/apimachinery v0.37.2,
+// pkg/util/managedfields/internal/skipnonapplied.go; api/v1alpha1's TestStrippedManagedFieldsStayAway).
+// So the persister resets them once, on each object it creates or finds with them.
+
+// resetManagedFields is the patch that resets an object's managedFields: one empty entry (an empty
+// list would be taken for a client that does not know the field, and ignored).
+var resetManagedFields = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`))
+
+// managedFieldsStripper resets the managedFields of objects, until the API server refuses it the
+// permission (a sidecar role from before the persister needed patch): then it stops asking.
+type managedFieldsStripper struct {
+	forbidden atomic.Bool
+}
+
+// strip resets obj's managedFields when it has any, and returns the object as the API server then
+// holds it (a newer resourceVersion); or obj itself when there was nothing to do or the reset failed,
+// which costs the API server's work, not correctness: the reset touches no state and is not
+// conditional on anything.
+func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj *sharestatev1.SharePartitionState) *sharestatev1.SharePartitionState {
+	if len(obj.ManagedFields) == 0 || p.stripper.forbidden.Load() {
+		return obj
+	}
+	stripped := obj.DeepCopy()
+	err := p.withRetry(ctx, "patch", func(ctx context.Context) error { return c.Patch(ctx, stripped, resetManagedFields) })
+	switch {
+	case err == nil:
+		return stripped
+	case apierrors.IsForbidden(err):
+		if p.stripper.forbidden.CompareAndSwap(false, true) {
+			p.log.Info("Not resetting the managedFields of SharePartitionStates: the role lacks patch on them; every write pays the API server's field tracking",
+				"namespace", p.opts.Namespace, "error", err.Error())
+		}
+	case !apierrors.IsNotFound(err):
+		p.log.V(1).Info("Could not reset the managedFields of a SharePartitionState", "name", obj.Name, "error", err.Error())
+	}
+	return obj
+}
