@@ -34,16 +34,20 @@ type managedFieldsStripper struct {
 	forbidden atomic.Bool
 }
 
-// strip resets obj's managedFields when it has any, and returns the object as the API server then
-// holds it (a newer resourceVersion); or obj itself when there was nothing to do or the reset failed,
-// which costs the API server's work, not correctness: the reset touches no state and is not
-// conditional on anything.
+// stripManagedFields resets obj's managedFields when it has any, and returns the object as the API
+// server then holds it (a newer resourceVersion); or obj itself when there was nothing to do or the
+// reset failed, which costs the API server's work, not correctness: the reset touches no state and is
+// not conditional on anything. It makes one attempt, not retried: the operation that read obj waits
+// on it, and the next read of the object tries again.
 func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj *sharestatev1.SharePartitionState) *sharestatev1.SharePartitionState {
 	if len(obj.ManagedFields) == 0 || p.stripper.forbidden.Load() {
 		return obj
 	}
 	stripped := obj.DeepCopy()
-	err := p.withRetry(ctx, "patch", func(ctx context.Context) error { return c.Patch(ctx, stripped, resetManagedFields) })
+	reqCtx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
+	err := c.Patch(reqCtx, stripped, resetManagedFields)
+	cancel()
+	p.metrics.apiRequest("patch", err)
 	switch {
 	case err == nil:
 		return stripped
