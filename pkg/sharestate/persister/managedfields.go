@@ -24,8 +24,9 @@ import (
 // pkg/util/managedfields/internal/skipnonapplied.go; api/v1alpha1's TestStrippedManagedFieldsStayAway).
 // So the persister resets them once, on each object it creates or finds with them.
 
-// resetManagedFields is the patch that resets an object's managedFields: one empty entry (an empty
-// list would be taken for a client that does not know the field, and ignored).
+// resetManagedFields is the patch that resets an object's managedFields: a list of one empty entry,
+// which isResetManagedFields (pkg/util/managedfields/internal/fieldmanager.go, same version) takes for
+// a reset however the list is decoded; an empty list is one only while it decodes as a non-nil slice.
 var resetManagedFields = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`))
 
 // managedFieldsStripper resets the managedFields of objects, until the API server refuses it the
