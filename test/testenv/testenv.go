@@ -60,7 +60,8 @@ func Start() (*Env, error) { return StartLogged("") }
 
 // StartLogged is Start, with kube-apiserver's and etcd's output kept in logDir (kube-apiserver.log,
 // etcd.log) when it is not empty: the bench lines up their slow-request warnings and garbage
-// collection traces with its own slow writes. Without it envtest discards their output.
+// collection traces with its own slow writes. Without it their output is discarded (envtest's
+// AttachControlPlaneOutput is not set).
 func StartLogged(logDir string) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, ErrNoAssets

@@ -2,7 +2,6 @@ package persister
 
 import (
 	"context"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,19 +28,14 @@ import (
 // a reset however the list is decoded; an empty list is one only while it decodes as a non-nil slice.
 var resetManagedFields = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`))
 
-// managedFieldsStripper resets the managedFields of objects, until the API server refuses it the
-// permission (a sidecar role from before the persister needed patch): then it stops asking.
-type managedFieldsStripper struct {
-	forbidden atomic.Bool
-}
-
 // stripManagedFields resets obj's managedFields when it has any, and returns the object as the API
 // server then holds it (a newer resourceVersion); or obj itself when there was nothing to do or the
 // reset failed, which costs the API server's work, not correctness: the reset touches no state and is
 // not conditional on anything. It makes one attempt, not retried: the operation that read obj waits
-// on it, and the next read of the object tries again.
+// on it, and the next read of the object tries again. Once the API server refuses the permission (a
+// sidecar role from before the persister needed patch), it stops asking.
 func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj *sharestatev1.SharePartitionState) *sharestatev1.SharePartitionState {
-	if len(obj.ManagedFields) == 0 || p.stripper.forbidden.Load() {
+	if len(obj.ManagedFields) == 0 || p.stripForbidden.Load() {
 		return obj
 	}
 	stripped := obj.DeepCopy()
@@ -53,7 +47,7 @@ func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj
 	case err == nil:
 		return stripped
 	case apierrors.IsForbidden(err):
-		if p.stripper.forbidden.CompareAndSwap(false, true) {
+		if p.stripForbidden.CompareAndSwap(false, true) {
 			p.log.Info("Not resetting the managedFields of SharePartitionStates: the role lacks patch on them; every write pays the API server's field tracking",
 				"namespace", p.opts.Namespace, "error", err.Error())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,8 +27,9 @@ type Persister struct {
 	slots    *slotTable
 	topology *topology
 	metrics  *persisterMetrics
-	stripper managedFieldsStripper
-	log      logr.Logger
+	// stripForbidden is set once the API server refused a reset of managedFields (managedfields.go).
+	stripForbidden atomic.Bool
+	log            logr.Logger
 }
 
 // New returns a Persister, its metrics registered on opts.Registerer.
