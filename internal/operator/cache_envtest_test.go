@@ -131,24 +131,7 @@ func cachedWithoutBatches(ctx context.Context, key client.ObjectKey, inFlight in
 // trimmedWatchBytes reads the operator's count of the bytes its partition watches trimmed.
 func trimmedWatchBytes(t *testing.T) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "sharestate_operator_partition_watch_bytes_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "part" && l.GetValue() == "trimmed" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatal("the operator registered no sharestate_operator_partition_watch_bytes_total{part=\"trimmed\"}")
-	return 0
+	return testenv.CounterSum(t, ctrlmetrics.Registry, "sharestate_operator_partition_watch_bytes_total", "part", "trimmed")
 }
 
 func readyPod(t *testing.T, ns, name string) *corev1.Pod {

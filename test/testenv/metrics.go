@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -85,4 +86,31 @@ func Scrape(url, token string) (int, string, error) {
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// CounterSum adds up the counters of the family name that g gathers and whose label has value; it
+// fails the test when there is none.
+func CounterSum(t testing.TB, g prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, found := 0.0, false
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					total, found = total+m.GetCounter().GetValue(), true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no %s{%s=%q} was gathered", name, label, value)
+	}
+	return total
 }

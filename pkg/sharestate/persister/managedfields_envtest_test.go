@@ -115,30 +115,7 @@ func TestPersisterWithoutPatchKeepsManagedFieldsAndStopsAsking(t *testing.T) {
 	if obj := getObject(t, ns, "g", 0); len(obj.ManagedFields) == 0 {
 		t.Fatal("the object lost its managedFields without patch permission")
 	}
-	if n := persisterRequests(t, reg, "patch"); n != 1 {
+	if n := testenv.CounterSum(t, reg, "sharestate_persister_api_requests_total", "verb", "patch"); n != 1 {
 		t.Fatalf("%v patch requests, want 1: the persister should stop asking once refused", n)
 	}
-}
-
-// persisterRequests sums the persister's API requests of verb over their outcomes.
-func persisterRequests(t *testing.T, reg *prometheus.Registry, verb string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "sharestate_persister_api_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "verb" && l.GetValue() == verb {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }
