@@ -252,6 +252,30 @@ func TestSharePartitionStateStatusFieldsCannotBeRemoved(t *testing.T) {
 		err := env.Client.Status().Patch(ctx, sps, client.RawPatch("application/merge-patch+json", patch))
 		expectRefused(t, err, "status."+field)
 	}
+	// Nor around them by deleting the whole status (a status update without one does that too).
+	err := env.Client.Status().Patch(ctx, sps, client.RawPatch("application/merge-patch+json", []byte(`{"status":null}`)))
+	expectRefused(t, err, "status may not be removed")
+
+	g := newShareGroup(env.Namespace(t))
+	if err := env.Client.Create(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	g.Status.StateEpoch = 3
+	if err := env.Client.Status().Update(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	for patch, refusal := range map[string]string{
+		`{"status":{"stateEpoch":null}}`: "status.stateEpoch may not be lowered", // the default, 0
+		`{"status":null}`:                "status may not be removed",
+	} {
+		err := env.Client.Status().Patch(ctx, g, client.RawPatch("application/merge-patch+json", []byte(patch)))
+		expectRefused(t, err, refusal)
+	}
+	got := &sharestatev1.ShareGroup{}
+	testenv.Get(t, env.Client, client.ObjectKeyFromObject(g), got)
+	if got.Status.StateEpoch != 3 {
+		t.Errorf("group stateEpoch %d after the refused patches, want 3", got.Status.StateEpoch)
+	}
 }
 
 func TestSharePartitionStateStatusIsASubresource(t *testing.T) {

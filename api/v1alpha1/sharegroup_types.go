@@ -176,7 +176,9 @@ type OffsetResetStatus struct {
 type ShareGroupStatus struct {
 	// stateEpoch is the highest state epoch of the group's partitions.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="status.stateEpoch may not be lowered"
 	StateEpoch int32 `json:"stateEpoch,omitempty"`
 
 	// partitions is the number of the group's SharePartitionStates.
@@ -239,7 +241,7 @@ type ShareGroupStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered",fieldPath=".status.stateEpoch"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || has(self.status)",message="status may not be removed: it holds the state epoch",fieldPath=".status"
 type ShareGroup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

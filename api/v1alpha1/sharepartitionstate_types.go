@@ -10,17 +10,16 @@ const MaxStateBatches = 10000
 
 // SharePartitionStateSpec names the share-partition whose state the object holds. It is set when the
 // object is created and never changes.
-// +kubebuilder:validation:XValidation:rule="self.groupId == oldSelf.groupId",message="groupId is immutable",fieldPath=".groupId"
-// +kubebuilder:validation:XValidation:rule="self.topicId == oldSelf.topicId",message="topicId is immutable",fieldPath=".topicId"
-// +kubebuilder:validation:XValidation:rule="self.partition == oldSelf.partition",message="partition is immutable",fieldPath=".partition"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.topicName) || (has(self.topicName) && self.topicName == oldSelf.topicName)",message="topicName is immutable once set",fieldPath=".topicName"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.topicName) || has(self.topicName)",message="topicName is immutable once set",fieldPath=".topicName"
 type SharePartitionStateSpec struct {
 	// groupId is the Kafka share group id.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="groupId is immutable"
 	GroupID GroupID `json:"groupId"`
 
 	// topicId is the Kafka topic id of the partition.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="topicId is immutable"
 	TopicID TopicID `json:"topicId"`
 
 	// topicName is the topic's name, for people: Kafka keys share state by topicId alone.
@@ -28,17 +27,20 @@ type SharePartitionStateSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=249
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="topicName is immutable once set"
 	TopicName string `json:"topicName,omitempty"`
 
 	// partition is the topic partition's index.
 	// +required
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="partition is immutable"
 	Partition int32 `json:"partition"`
 }
 
 // The schema of a batch: the pattern also bounds deliveryCount to 0..32767 (an int16); the CEL rule is
 // written so that the common case, a single offset of fewer than 19 digits, costs one contains and one
-// indexOf, since the API server evaluates it for every batch of every status update.
+// indexOf, and a range two substrings (split would build two lists), since the API server evaluates it
+// for every batch of every status update.
 
 // StateBatch is one run of offsets with one delivery state and count, stored as the compact string
 // "<firstOffset>[-<lastOffset>]/<deliveryState>/<deliveryCount>" (the last offset is left out when it
@@ -46,7 +48,7 @@ type SharePartitionStateSpec struct {
 // 4 ARCHIVED. Example: "1000-1009/2/1" is offsets 1000 to 1009 acknowledged after one delivery.
 // +kubebuilder:validation:MaxLength=47
 // +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0234]/(0|[1-9][0-9]{0,3}|[1-2][0-9]{4}|3[0-1][0-9]{3}|32[0-6][0-9]{2}|327[0-5][0-9]|3276[0-7])$`
-// +kubebuilder:validation:XValidation:rule="self.contains('-') ? int(self.split('/')[0].split('-')[0]) < int(self.split('/')[0].split('-')[1]) : (self.indexOf('/') < 19 || int(self.split('/')[0]) >= 0)",message="lastOffset must be above firstOffset (leave it out when they are equal), and offsets must fit an int64"
+// +kubebuilder:validation:XValidation:rule="self.contains('-') ? int(self.substring(0, self.indexOf('-'))) < int(self.substring(self.indexOf('-') + 1, self.indexOf('/'))) : (self.indexOf('/') < 19 || int(self.substring(0, self.indexOf('/'))) >= 0)",message="lastOffset must be above firstOffset (leave it out when they are equal), and offsets must fit an int64"
 type StateBatch string
 
 // LeaderRef identifies the share-partition leader that last Read or wrote the state: the broker and
@@ -77,27 +79,45 @@ type LeaderRef struct {
 	Since metav1.Time `json:"since,omitempty"`
 }
 
+// Where the transition rules sit: on the field they guard (`self >= oldSelf` on an epoch, `self ==
+// oldSelf` on a spec field), or on the nearest object that holds every field a rule reads, never on the
+// whole object. The API server evaluates every rule on every status update, and each field a rule
+// reads from an object makes it copy the schema of every field of that object (k8s.io/apiextensions-
+// apiserver v0.37.2, pkg/apiserver/schema/cel/model/adaptor.go, Structural.Properties; it is called
+// more than once per field read, from k8s.io/apiserver v0.37.2, pkg/cel/common/valuesunstructured.go,
+// unstructuredMap.Find). The epoch and start-offset rules on the whole object read their fields through
+// the object and its status, and made a quarter of what the API server allocated per status write
+// (test/bench, scenario validation-cost). The defaults keep the guarded fields present, so that a patch
+// deleting one meets its rule as a 0 (or a -1) instead of escaping it; the rule on the whole object
+// keeps the status itself from being deleted, which a status update without one would do.
+
 // SharePartitionStateStatus is the persisted share-partition state (semantics §5) and what the operator
 // observed of it. The persister writes the state fields; the operator writes conditions and raises
 // stateEpoch to fence a stale leader.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.createTime) || self.startOffset >= oldSelf.startOffset || self.stateEpoch > oldSelf.stateEpoch",message="status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch (a reset)",fieldPath=".startOffset"
 type SharePartitionStateStatus struct {
 	// stateEpoch is the version of the state. Only Initialize and the operator's fencing raise it; a
 	// writer holding an older one is answered FENCED_STATE_EPOCH. It never goes down.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="status.stateEpoch may not be lowered"
 	StateEpoch int32 `json:"stateEpoch"`
 
 	// leaderEpoch is the highest partition leader epoch that has Read the state. A caller with a lower
 	// one is answered FENCED_LEADER_EPOCH. It never goes down: a reset (Initialize at a higher
 	// stateEpoch) keeps it, so a leader fenced before the reset stays fenced after it.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="status.leaderEpoch may not be lowered"
 	LeaderEpoch int32 `json:"leaderEpoch"`
 
 	// startOffset is the first offset still tracked; every offset below it is done. -1 means not set
 	// yet (the leader applies share.auto.offset.reset). Once the state is initialized (createTime is
 	// set) it goes down only with a higher stateEpoch; before that it means nothing.
 	// +optional
+	// +kubebuilder:default=-1
 	// +kubebuilder:validation:Minimum=-1
 	StartOffset int64 `json:"startOffset"`
 
@@ -185,9 +205,7 @@ type SharePartitionStateStatus struct {
 // +kubebuilder:printcolumn:name="Broker",type=integer,JSONPath=`.status.leader.brokerId`
 // +kubebuilder:printcolumn:name="Fenced",type=string,JSONPath=`.status.conditions[?(@.type=="Fenced")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.stateEpoch) || (has(self.status) && has(self.status.stateEpoch) && self.status.stateEpoch >= oldSelf.status.stateEpoch)",message="status.stateEpoch may not be lowered",fieldPath=".status.stateEpoch"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.leaderEpoch) || (has(self.status) && has(self.status.leaderEpoch) && self.status.leaderEpoch >= oldSelf.status.leaderEpoch)",message="status.leaderEpoch may not be lowered",fieldPath=".status.leaderEpoch"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.createTime) || (has(self.status) && has(self.status.startOffset) && (self.status.startOffset >= oldSelf.status.startOffset || (has(self.status.stateEpoch) && has(oldSelf.status.stateEpoch) && self.status.stateEpoch > oldSelf.status.stateEpoch)))",message="status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch (a reset)",fieldPath=".status.startOffset"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || has(self.status)",message="status may not be removed: it holds the epochs",fieldPath=".status"
 type SharePartitionState struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

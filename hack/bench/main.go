@@ -26,6 +26,7 @@ func main() {
 	flags.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured warm-up before each scenario's window")
 	flags.StringVar(&scenarios, "scenarios", "",
 		"comma-separated scenarios to run, in that order (default all): "+strings.Join(bench.ScenarioNames(), ",")+
+			"; "+bench.ValidationCostScenario+" (run last) measures what the schema's validation rules cost kube-apiserver per write"+
 			"; "+bench.ScaleScenario+" (run first, and only when named) adds the scale scenarios")
 	flags.IntVar(&cfg.Rounds, "rounds", 1, "measure each scenario this many times, round robin over the scenarios, and merge the windows")
 	flags.BoolVar(&cfg.JSON, "json", false, "print the report as JSON instead of lines and tables")

@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 		if err := runScale(ctx, cfg, out, log); err != nil {
 			return err
 		}
-		if len(selected) == 0 {
+		if len(selected) == 0 && !cfg.runsValidationCost() {
 			return ctx.Err()
 		}
 	}
@@ -99,13 +99,20 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 		Date: time.Now().UTC().Truncate(time.Second), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		WarmupSeconds: cfg.Warmup.Seconds(), DurationSeconds: cfg.Duration.Seconds(), Rounds: cfg.rounds(),
 	}
-	report.Results = r.runAll(ctx, selected, out)
-	report.Checks = evaluate(report.Results)
-	if err := writeReport(out, report, cfg.JSON); err != nil {
-		return err
+	if len(selected) > 0 {
+		report.Results = r.runAll(ctx, selected, out)
+		report.Checks = evaluate(report.Results)
+		if err := writeReport(out, report, cfg.JSON); err != nil {
+			return err
+		}
 	}
 	if cfg.FencePartitions > 0 {
 		if err := runFence(ctx, env, cfg, out, log); err != nil {
+			return err
+		}
+	}
+	if cfg.runsValidationCost() {
+		if err := runValidationCost(ctx, env, out, log); err != nil {
 			return err
 		}
 	}
@@ -153,6 +160,12 @@ func (r *runner) runAll(ctx context.Context, selected []scenario, out io.Writer)
 
 func (cfg Config) rounds() int { return max(cfg.Rounds, 1) }
 
+// runsValidationCost says whether the run includes the validation-cost scenario: with every scenario,
+// or when named.
+func (cfg Config) runsValidationCost() bool {
+	return len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, ValidationCostScenario)
+}
+
 func (cfg Config) selected() ([]scenario, error) {
 	if cfg.Duration <= 0 || cfg.Warmup < 0 {
 		return nil, fmt.Errorf("duration %s must be positive and warm-up %s not negative", cfg.Duration, cfg.Warmup)
@@ -162,8 +175,8 @@ func (cfg Config) selected() ([]scenario, error) {
 	}
 	var out []scenario
 	for _, name := range cfg.Scenarios {
-		if name == ScaleScenario {
-			continue // run by runScale
+		if name == ScaleScenario || name == ValidationCostScenario {
+			continue // run by runScale, runValidationCost
 		}
 		i := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == name })
 		switch {

@@ -146,3 +146,16 @@ func TestPersisterWritersAgainstAPIServer(t *testing.T) {
 		}
 	}
 }
+
+// The validation-cost scenario writes both kinds on a real control plane and reads kube-apiserver's
+// figures (other tests share the control plane, so only their being there is checked here).
+func TestValidationCostAgainstAPIServer(t *testing.T) {
+	testenv.Require(t, env)
+	res, err := measureValidationCost(t.Context(), env, 5, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.writes != 20 || !(res.allocKB > 0) || !(res.baselineAllocKB > 0) || res.cpuMS < 0 || res.baselineCPUMS < 0 {
+		t.Errorf("implausible figures: %s", res.Line())
+	}
+}
