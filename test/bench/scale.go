@@ -131,8 +131,8 @@ func runScaleSize(ctx context.Context, cfg Config, bins binaries, n int, log io.
 	s := &scaleRun{cfg: cfg, bins: bins, dir: dir, log: log, n: n, env: env}
 	res, err := s.run(ctx)
 	s.stopChildren()
-	if err == nil {
-		_ = os.RemoveAll(dir) // the processes' logs are kept only when the run failed
+	if err == nil && cfg.ProfileDir == "" {
+		_ = os.RemoveAll(dir) // the processes' logs are kept when the run failed, or with -profile-dir
 	}
 	return res, err
 }
