@@ -46,9 +46,9 @@ const baselineGroup = "baseline.bench.sharestate.dev"
 // validationCost is the scenario's result: kube-apiserver's allocation (KB) and CPU (ms) per status
 // update, with the rules and without them.
 type validationCost struct {
-	writes                  int
+	writes                   int
 	allocKB, baselineAllocKB float64
-	cpuMS, baselineCPUMS    float64
+	cpuMS, baselineCPUMS     float64
 }
 
 // Line is the scenario's line of output.
