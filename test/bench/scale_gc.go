@@ -23,15 +23,24 @@ type gcSample struct {
 // sampleAPIServerGC reads kube-apiserver's garbage collection so far; false when its metrics
 // cannot be read.
 func sampleAPIServerGC(ctx context.Context, config *rest.Config) (gcSample, bool) {
-	dc, err := discovery.NewDiscoveryClientForConfig(config)
+	samples, err := apiserverMetrics(ctx, config)
 	if err != nil {
 		return gcSample{}, false
+	}
+	return gcFromSamples(samples)
+}
+
+// apiserverMetrics reads kube-apiserver's metrics.
+func apiserverMetrics(ctx context.Context, config *rest.Config) (metricSamples, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return nil, err
 	}
 	body, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return gcSample{}, false
+		return nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
 	}
-	return gcFromSamples(parseSamples(string(body)))
+	return parseSamples(string(body)), nil
 }
 
 // gcFromSamples picks a process's garbage collection out of its metrics (client_golang's runtime

@@ -15,7 +15,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -148,15 +147,10 @@ func measureAPIServer(ctx context.Context, config *rest.Config, work func() erro
 }
 
 func sampleAPIServerCost(ctx context.Context, config *rest.Config) (apiserverCost, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(config)
+	samples, err := apiserverMetrics(ctx, config)
 	if err != nil {
 		return apiserverCost{}, err
 	}
-	body, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return apiserverCost{}, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
-	}
-	samples := parseSamples(string(body))
 	c := apiserverCost{
 		allocBytes: samples.sum("go_memstats_alloc_bytes_total", ""),
 		cpuSeconds: samples.sum("process_cpu_seconds_total", ""),
