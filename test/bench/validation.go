@@ -14,13 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
@@ -205,8 +205,7 @@ func createBaselineCopy(ctx context.Context, c client.Client, original *v1alpha1
 	if err := c.Create(ctx, copied); err != nil {
 		return nil, fmt.Errorf("creating the baseline's partition: %w", err)
 	}
-	reset := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`))
-	if err := c.Patch(ctx, copied, reset); err != nil {
+	if err := c.Patch(ctx, copied, persister.ResetManagedFields); err != nil {
 		return nil, fmt.Errorf("resetting the baseline partition's managedFields: %w", err)
 	}
 	copied.Status = *original.Status.DeepCopy()

@@ -23,10 +23,11 @@ import (
 // pkg/util/managedfields/internal/skipnonapplied.go; api/v1alpha1's TestStrippedManagedFieldsStayAway).
 // So the persister resets them once, on each object it creates or finds with them.
 
-// resetManagedFields is the patch that resets an object's managedFields: a list of one empty entry,
+// ResetManagedFields is the patch that resets an object's managedFields (also the bench's, for objects it
+// must shape as the persister does): a list of one empty entry,
 // which isResetManagedFields (pkg/util/managedfields/internal/fieldmanager.go, same version) takes for
 // a reset however the list is decoded; an empty list is one only while it decodes as a non-nil slice.
-var resetManagedFields = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`))
+var ResetManagedFields = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"managedFields":[{}]}}`))
 
 // stripManagedFields resets obj's managedFields when it has any, and returns the object as the API
 // server then holds it (a newer resourceVersion); or obj itself when there was nothing to do or the
@@ -40,7 +41,7 @@ func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj
 	}
 	stripped := obj.DeepCopy()
 	reqCtx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
-	err := c.Patch(reqCtx, stripped, resetManagedFields)
+	err := c.Patch(reqCtx, stripped, ResetManagedFields)
 	cancel()
 	p.metrics.apiRequest("patch", err)
 	switch {
