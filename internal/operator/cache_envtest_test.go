@@ -22,7 +22,7 @@ import (
 const cacheTestTopic = "q1Sh0o2QRbuBzMz8vEMbvQ"
 
 // The operator's cache holds SharePartitionStates without their state batches and managedFields,
-// which its watch cut out of the events before decoding them; the group's in-flight total is still
+// which its watch cut out of the events before decoding them (itself, not through client-go); the group's in-flight total is still
 // counted, from the count the persister keeps beside the batches, and a fence decided on the slimmed
 // object leaves the stored batches and count as the persister wrote them.
 func TestCacheHoldsNoStateBatches(t *testing.T) {
@@ -46,7 +46,7 @@ func TestCacheHoldsNoStateBatches(t *testing.T) {
 			{FirstOffset: 10, LastOffset: 14, DeliveryState: sharestate.DeliveryStateAvailable, DeliveryCount: 1}},
 		1: {{FirstOffset: 20, LastOffset: 21, DeliveryState: sharestate.DeliveryStateAvailable, DeliveryCount: 2}},
 	}
-	trimmedBefore := trimmedWatchBytes(t)
+	trimmedBefore, decodedBefore := trimmedWatchBytes(t), decodedWatchEvents(t)
 	for partition, batches := range writes {
 		initializeReadWrite(t, p, topic, partition, batches)
 	}
@@ -68,6 +68,9 @@ func TestCacheHoldsNoStateBatches(t *testing.T) {
 	}
 	if trimmed := trimmedWatchBytes(t) - trimmedBefore; trimmed < float64(2*len(`"stateBatches":["10-14/0/1"]`)) {
 		t.Fatalf("the operator's watch trimmed %.0f bytes of the writes' events", trimmed)
+	}
+	if decoded := decodedWatchEvents(t) - decodedBefore; decoded < float64(len(writes)) {
+		t.Fatalf("the operator decoded %.0f of the writes' events itself, want them all (%d at least)", decoded, len(writes))
 	}
 
 	// The persister created the group with the partitions. Once the cache holds the writes, a change
@@ -132,6 +135,12 @@ func cachedWithoutBatches(ctx context.Context, key client.ObjectKey, inFlight in
 func trimmedWatchBytes(t *testing.T) float64 {
 	t.Helper()
 	return testenv.CounterSum(t, ctrlmetrics.Registry, "sharestate_operator_partition_watch_bytes_total", "part", "trimmed")
+}
+
+// decodedWatchEvents reads the operator's count of the partition watch events it decoded itself.
+func decodedWatchEvents(t *testing.T) float64 {
+	t.Helper()
+	return testenv.CounterSum(t, ctrlmetrics.Registry, "sharestate_operator_partition_watch_events_total", "", "")
 }
 
 func readyPod(t *testing.T, ns, name string) *corev1.Pod {

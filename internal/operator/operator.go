@@ -179,9 +179,11 @@ func metricsOptions(opts Options) metricsserver.Options {
 // of a pod, what the fencing decision reads (identity, deletion, phase, readiness), since broker pods'
 // specs are large and unused; of a SharePartitionState, everything but its state batches, which are
 // most of the object and change on every write (controllers.SlimPartitionState). The operator's memory
-// then grows with the number of partitions, not with the size of their state.
+// then grows with the number of partitions, not with the size of their state. The informer of
+// partitions decodes its trimmed watch events itself (watchdecode.go).
 func cacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
+		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                       {Transform: slimPod},

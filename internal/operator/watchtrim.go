@@ -2,6 +2,7 @@ package operator
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -32,6 +33,7 @@ import (
 // as it is.
 type watchTrimmer struct {
 	kept, trimmed prometheus.Counter
+	decoded       prometheus.Counter // events given to the operator's own decoder (watchdecode.go)
 }
 
 // newWatchTrimmer registers the trimmer's metrics on reg (nil: none).
@@ -41,9 +43,14 @@ func newWatchTrimmer(reg prometheus.Registerer) (*watchTrimmer, error) {
 		Help: "Bytes of SharePartitionState watch events received, by part: kept for decoding, or trimmed " +
 			"before it (managedFields, and state batches the persister's in-flight count stands for).",
 	}, []string{"part"})
+	decoded := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sharestate_operator_partition_watch_events_total",
+		Help: "SharePartitionState watch events the operator decoded itself, from the trimmed stream.",
+	})
 	var err error
 	metricsreg.Into(reg, &err, &bytesTotal)
-	return &watchTrimmer{kept: bytesTotal.WithLabelValues("kept"), trimmed: bytesTotal.WithLabelValues("trimmed")}, err
+	metricsreg.Into(reg, &err, &decoded)
+	return &watchTrimmer{kept: bytesTotal.WithLabelValues("kept"), trimmed: bytesTotal.WithLabelValues("trimmed"), decoded: decoded}, err
 }
 
 // wrap is a rest.Config WrapTransport.
@@ -53,7 +60,12 @@ func (w *watchTrimmer) wrap(rt http.RoundTripper) http.RoundTripper {
 		if err != nil || !isPartitionWatch(req) || !trimmable(resp) {
 			return resp, err
 		}
-		resp.Body = &trimReader{src: resp.Body, counts: w}
+		body := &trimReader{src: resp.Body, counts: w}
+		if tapEvents(req, body) {
+			resp.Body = http.NoBody // the operator's informer decodes the events (watchdecode.go)
+		} else {
+			resp.Body = body
+		}
 		return resp, nil
 	})
 }
@@ -81,13 +93,16 @@ func trimmable(resp *http.Response) bool {
 }
 
 // trimReader reads a stream of JSON watch events from src and gives them out trimmed, each as soon
-// as it has arrived whole.
+// as it has arrived whole: as a byte stream (Read, for client-go's decoder) or an event at a time
+// (nextEvent, for the operator's own, watchdecode.go). A trimReader is read one way only.
 type trimReader struct {
 	src       io.ReadCloser
-	in        []byte // read from src, not yet a whole event
-	out       []byte // trimmed, not yet read
-	scratch   []byte // the buffer out is built in
-	untrimmed bool   // the stream held what the scanner cannot read: the rest passes as it is
+	in        []byte        // read from src, not yet a whole event
+	out       []byte        // trimmed, not yet read
+	ends      []int         // the length in out of each whole event in it, with the whitespace before it
+	scratch   []byte        // the buffer out is built in
+	untrimmed bool          // the stream held what the scanner cannot read: the rest passes as it is
+	rest      *json.Decoder // frames the events of an untrimmed stream, for nextEvent
 	counts    *watchTrimmer
 	err       error // src's error, given out once in and out are empty
 }
@@ -148,8 +163,10 @@ func (r *trimReader) fill() {
 			r.untrimmed = true
 			break
 		}
+		before := len(r.out)
 		r.out = append(r.out, r.in[rest:start]...)
 		r.out = cuts.appendKept(r.out, r.in[:end], start)
+		r.ends = append(r.ends, len(r.out)-before)
 		rest = end
 	}
 	if r.untrimmed {
@@ -162,4 +179,57 @@ func (r *trimReader) fill() {
 	r.in = r.in[:copy(r.in, r.in[rest:])]
 }
 
+// nextEvent returns the stream's next event, trimmed and without the whitespace around it; its bytes
+// are the reader's until the next call. The stream's end is io.EOF, an end inside an event
+// io.ErrUnexpectedEOF, as client-go's framer reports them. After an event the scanner cannot read,
+// the events that follow are framed by encoding/json and given out untrimmed.
+func (r *trimReader) nextEvent() ([]byte, error) {
+	for len(r.ends) == 0 {
+		switch {
+		case r.untrimmed:
+			return r.nextUntrimmed()
+		case errors.Is(r.err, io.EOF) && skipSpace(r.in, 0) < len(r.in):
+			return nil, io.ErrUnexpectedEOF
+		case r.err != nil:
+			return nil, r.err
+		default:
+			r.fill()
+		}
+	}
+	n := r.ends[0]
+	event := r.out[skipSpace(r.out[:n], 0):n]
+	r.out, r.ends = r.out[n:], r.ends[1:]
+	r.counts.kept.Add(float64(len(event)))
+	r.counts.decoded.Inc()
+	return event, nil
+}
+
+// nextUntrimmed frames the next event of what follows an event the scanner could not read: what
+// fill left in out, then the source.
+func (r *trimReader) nextUntrimmed() ([]byte, error) {
+	if r.rest == nil {
+		left := bytes.Clone(r.out)
+		r.out = nil
+		src := io.Reader(bytes.NewReader(left))
+		if r.err == nil {
+			src = io.MultiReader(src, r.src)
+		} else if !errors.Is(r.err, io.EOF) {
+			src = io.MultiReader(src, errReader{r.err})
+		}
+		r.rest = json.NewDecoder(src)
+	}
+	var event json.RawMessage
+	if err := r.rest.Decode(&event); err != nil {
+		return nil, err
+	}
+	r.counts.kept.Add(float64(len(event)))
+	r.counts.decoded.Inc()
+	return event, nil
+}
+
 func (r *trimReader) Close() error { return r.src.Close() }
+
+// errReader is a source that has failed.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -58,7 +58,7 @@ func BenchmarkPartitionWatchDecode(b *testing.B) {
 	}
 }
 
-func benchEvent(b *testing.B) []byte {
+func benchEvent(b testing.TB) []byte {
 	now := metav1.Now()
 	batches := make([]sharestatev1.StateBatch, 63)
 	for i := range batches {

@@ -161,7 +161,7 @@ func TestWatchTrimmerPicksPartitionWatches(t *testing.T) {
 sharestate_operator_partition_watch_bytes_total{part="kept"} %d
 sharestate_operator_partition_watch_bytes_total{part="trimmed"} %d
 `, 3*(len(event)-len(`,"managedFields":[{"manager":"m"}]`)), 3*len(`,"managedFields":[{"manager":"m"}]`))
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sharestate_operator_partition_watch_bytes_total"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -88,8 +88,8 @@ func Scrape(url, token string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-// CounterSum adds up the counters of the family name that g gathers and whose label has value; it
-// fails the test when there is none.
+// CounterSum adds up the counters of the family name that g gathers and whose label has value (label
+// "": all of them); it fails the test when there is none.
 func CounterSum(t testing.TB, g prometheus.Gatherer, name, label, value string) float64 {
 	t.Helper()
 	families, err := g.Gather()
@@ -102,8 +102,11 @@ func CounterSum(t testing.TB, g prometheus.Gatherer, name, label, value string) 
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			if label == "" { // every series of the counter
+				total, found = total+m.GetCounter().GetValue(), true
+			}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
+				if label != "" && l.GetName() == label && l.GetValue() == value {
 					total, found = total+m.GetCounter().GetValue(), true
 				}
 			}
