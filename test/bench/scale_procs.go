@@ -47,15 +47,16 @@ func buildBinaries(ctx context.Context, dir string) (binaries, error) {
 
 // child is a process the scenario started.
 type child struct {
-	name   string
-	cmd    *exec.Cmd
-	log    *os.File
-	exited chan struct{}
-	err    error
+	name    string
+	cmd     *exec.Cmd
+	log     *os.File
+	stamped *testenv.StampedWriter // the log, each line stamped with the time it arrived
+	exited  chan struct{}
+	err     error
 }
 
 // startChild starts path with args and env added to this process's, its output going to a file of
-// dir, and waits until ready reports true (or the process exits, or ctx ends).
+// dir (each line stamped with the time it arrived), and waits until ready reports true (or the process exits, or ctx ends).
 func startChild(ctx context.Context, dir, name, path string, args, env []string, ready func() bool) (*child, error) {
 	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
@@ -63,12 +64,13 @@ func startChild(ctx context.Context, dir, name, path string, args, env []string,
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = log, log
+	stamped := testenv.NewStampedWriter(log) // one writer for both: exec copies them in one goroutine
+	cmd.Stdout, cmd.Stderr = stamped, stamped
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, log: log, exited: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, log: log, stamped: stamped, exited: make(chan struct{})}
 	go func() { c.err = cmd.Wait(); close(c.exited) }()
 	for !ready() {
 		select {
@@ -98,6 +100,7 @@ func (c *child) stop() {
 			<-c.exited
 		}
 	}
+	_ = c.stamped.Flush()
 	_ = c.log.Close()
 }
 

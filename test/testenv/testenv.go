@@ -59,7 +59,7 @@ const (
 func Start() (*Env, error) { return StartLogged("") }
 
 // StartLogged is Start, with kube-apiserver's and etcd's output kept in logDir (kube-apiserver.log,
-// etcd.log) when it is not empty: the bench lines up their slow-request warnings and garbage
+// etcd.log, each line stamped with the time it arrived: StampedWriter) when it is not empty: the bench lines up their slow-request warnings and garbage
 // collection traces with its own slow writes. Without it their output is discarded (envtest's
 // AttachControlPlaneOutput is not set).
 func StartLogged(logDir string) (*Env, error) {
@@ -119,8 +119,9 @@ func logControlPlane(env *envtest.Environment, dir string) ([]*os.File, error) {
 		_ = apiserver.Close()
 		return nil, err
 	}
-	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserver, Err: apiserver}
-	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcd, Err: etcd}
+	apiserverLog, etcdLog := NewStampedWriter(apiserver), NewStampedWriter(etcd)
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserverLog, Err: apiserverLog}
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
 	return []*os.File{apiserver, etcd}, nil
 }
 
