@@ -154,8 +154,9 @@ type scaleRun struct {
 	clients   []*kafkawire.Client // of the sidecars
 	write     writeFunc
 
-	operatorMetrics string // address of the operator's metrics, plain HTTP
-	operatorPprof   string // address of the operator's profiles, with -profile-dir
+	operatorMetrics string   // address of the operator's metrics, plain HTTP
+	sidecarMetrics  []string // addresses of the sidecars' metrics, plain HTTP
+	operatorPprof   string   // address of the operator's profiles, with -profile-dir
 }
 
 func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
@@ -317,15 +318,21 @@ func (s *scaleRun) startSidecar(ctx context.Context, kubeconfig, ns string) (sha
 	if err != nil {
 		return nil, err
 	}
+	metrics, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	pod := s.cluster.loadPods[ns]
 	args := []string{"--kubeconfig=" + kubeconfig, "--namespace=" + ns, fmt.Sprintf("--broker-id=%d", loadBrokerID),
-		"--listen-address=" + listen, "--health-probe-bind-address=" + health, "--metrics-bind-address=0"}
+		"--listen-address=" + listen, "--health-probe-bind-address=" + health,
+		"--metrics-bind-address=" + metrics, "--metrics-secure=false"}
 	env := []string{"POD_NAME=" + pod.Name, "POD_UID=" + string(pod.UID)}
 	sidecar, err := startChild(ctx, s.dir, "sidecar-"+ns, s.bins.sidecar, args, env, healthy(health, "/readyz"))
 	if err != nil {
 		return nil, err
 	}
 	s.sidecars = append(s.sidecars, sidecar)
+	s.sidecarMetrics = append(s.sidecarMetrics, metrics)
 	wire, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: listen})
 	if err != nil {
 		return nil, err
@@ -422,6 +429,7 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 		return level, ctx.Err()
 	}
 	gcBefore, gcBeforeOK := sampleAPIServerGC(ctx, s.env.Config)
+	persistersBefore := s.samplePersisters(ctx)
 	from, before := loop.now(), s.sampleCPU()
 	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-load-%.0f", s.n, 100*load))
 	if !sleepUntil(ctx, time.Now().Add(s.cfg.Duration)) {
@@ -429,6 +437,7 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	}
 	to, after := loop.now(), s.sampleCPU()
 	gcAfter, gcAfterOK := sampleAPIServerGC(ctx, s.env.Config)
+	persistersAfter := s.samplePersisters(ctx)
 	if err := <-profiled; err != nil {
 		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator and kube-apiserver: %v\n", s.n, err)
 	}
@@ -451,6 +460,10 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	if gcBeforeOK && gcAfterOK {
 		fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%%, kube-apiserver's Go runtime counted %s\n",
 			s.n, 100*load, describeGC(gcBefore, gcAfter, used.apiserver))
+	}
+	if persistersBefore != nil && persistersAfter != nil {
+		fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%%, the sidecars' persisters: %s; the bench's writes took %.1f ms on average from their arrival\n",
+			s.n, 100*load, persistersAfter.minus(*persistersBefore).describe(), millis(meanLatency(level.run.latencies)))
 	}
 	level.operatorMillisPerWrite = used.operator * 1000 / writes
 	level.apiserverMillisPerWrite = used.apiserver * 1000 / writes
@@ -656,7 +669,12 @@ func (m metricSamples) sum(name, label string) float64 {
 
 // operatorSamples reads the operator's metrics.
 func (s *scaleRun) operatorSamples(ctx context.Context) (metricSamples, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.operatorMetrics+"/metrics", nil)
+	return scrape(ctx, s.operatorMetrics)
+}
+
+// scrape reads the metrics served in plain HTTP at addr.
+func scrape(ctx context.Context, addr string) (metricSamples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
