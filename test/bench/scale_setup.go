@@ -209,6 +209,34 @@ func (l scaleLayout) loadTargets(stores map[string]sharestate.Store) []loadTarge
 	return out
 }
 
+// readThroughSidecars reads every load partition through its namespace's sidecar, a Read per group,
+// as a share-partition leader reads a partition's state when it takes the partition on
+// (pkg/sharestate/leader, SharePartition's initialization): the sidecar's persister then holds each
+// object, and the load's writes are the steady state's, one status update each. Without it every
+// write of the load was its partition's first through the sidecar since it started, and read the
+// object before it updated it: two API requests a write. It runs once the operator has written its
+// conditions, so that the objects read are those the load's writes find.
+func (l scaleLayout) readThroughSidecars(ctx context.Context, stores map[string]sharestate.Store) error {
+	var groups []scaleGroup
+	for _, g := range l.groups {
+		if !g.victim {
+			groups = append(groups, g)
+		}
+	}
+	return parallelDo(ctx, len(groups), 8, func(i int) error {
+		g := groups[i]
+		req := sharestate.ReadRequest{GroupID: g.id, Topics: []sharestate.TopicData[sharestate.ReadPartition]{{TopicID: benchTopic}}}
+		for p := range g.partitions {
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, sharestate.ReadPartition{Partition: int32(p), LeaderEpoch: benchEpoch})
+		}
+		read := stores[g.namespace].Read(ctx, req)
+		if err := checkAnswers(read.Topics, g.partitions, func(r sharestate.ReadResult) sharestate.PartitionResult { return r.PartitionResult }); err != nil {
+			return fmt.Errorf("reading %s/%s through its sidecar: %w", g.namespace, g.id, err)
+		}
+		return nil
+	})
+}
+
 // roundRobinWrites returns a writeFunc that writes the targets in turn: every partition is written as
 // often as the others, as acknowledgements spread over a cluster's partitions.
 func roundRobinWrites(targets []loadTarget) writeFunc {
