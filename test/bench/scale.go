@@ -121,7 +121,6 @@ func runScaleSize(ctx context.Context, cfg Config, bins binaries, n int, log io.
 		// warnings (and, with GODEBUG=gctrace=1, their garbage collections) by wall-clock time.
 		controlPlaneLogs = filepath.Join(cfg.ProfileDir, fmt.Sprintf("scale-%d-control-plane", n))
 		fmt.Fprintf(log, "bench: scale-%d: the control plane's own logs in %s\n", n, controlPlaneLogs)
-		fmt.Fprintf(log, "bench: scale-%d: the operator's and the sidecars' logs in %s\n", n, dir)
 	}
 	env, err := testenv.StartLogged(controlPlaneLogs)
 	if err != nil {
