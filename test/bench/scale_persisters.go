@@ -14,6 +14,7 @@ type persisterCounts struct {
 	writes, writeSeconds float64 // Writes answered, and their time from being queued to the answer
 	updates, conflicts   float64 // status updates sent, and those refused with a conflict
 	apiRequests          float64 // every request to the API server
+	gets, failed         float64 // of them, the reads of an object, and those that did not succeed
 }
 
 // samplePersisters reads the sidecars' persister metrics; nil when one cannot be read.
@@ -30,6 +31,8 @@ func (s *scaleRun) samplePersisters(ctx context.Context) *persisterCounts {
 		c.updates += orZero(samples.sum("sharestate_persister_writes_per_update_count", ""))
 		c.conflicts += orZero(samples.sum("sharestate_persister_conflicts_total", ""))
 		c.apiRequests += orZero(samples.sum("sharestate_persister_api_requests_total", ""))
+		c.gets += orZero(samples.sum("sharestate_persister_api_requests_total", `verb="get"`))
+		c.failed += c.apiRequestsFailed(samples)
 	}
 	return &c
 }
@@ -45,7 +48,7 @@ func orZero(v float64) float64 {
 func (c persisterCounts) minus(before persisterCounts) persisterCounts {
 	return persisterCounts{writes: c.writes - before.writes, writeSeconds: c.writeSeconds - before.writeSeconds,
 		updates: c.updates - before.updates, conflicts: c.conflicts - before.conflicts,
-		apiRequests: c.apiRequests - before.apiRequests}
+		apiRequests: c.apiRequests - before.apiRequests, gets: c.gets - before.gets, failed: c.failed - before.failed}
 }
 
 // describe tells a window's counts.
@@ -54,8 +57,16 @@ func (c persisterCounts) describe() string {
 		return "no writes answered"
 	}
 	return fmt.Sprintf("%.0f writes answered in %.1f ms on average (queued to answered), %.0f status updates, "+
-		"%.0f conflicts, %.2f API requests per write", c.writes, 1000*c.writeSeconds/c.writes, c.updates,
-		c.conflicts, c.apiRequests/c.writes)
+		"%.0f conflicts, %.2f API requests per write (%.0f GETs, %.0f not successful)", c.writes, 1000*c.writeSeconds/c.writes, c.updates,
+		c.conflicts, c.apiRequests/c.writes, c.gets, c.failed)
+}
+
+// apiRequestsFailed adds up the persister's API requests whose outcome was not success: conflicts,
+// objects not found or already there, the API server unavailable or refusing
+// (persister.persisterMetrics.apiRequest).
+func (persisterCounts) apiRequestsFailed(samples metricSamples) float64 {
+	return orZero(samples.sum("sharestate_persister_api_requests_total", "")) -
+		orZero(samples.sum("sharestate_persister_api_requests_total", `outcome="success"`))
 }
 
 // meanLatency is the mean of latencies (0 for none).
