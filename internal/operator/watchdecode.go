@@ -153,8 +153,14 @@ func (w *partitionWatcher) next() (watch.Event, error) {
 	return decodePartitionEvent(data)
 }
 
-// send gives event to the reader of the watch, unless the watch is stopped first.
+// send gives event to the reader of the watch, unless the watch is stopped first. A watch stopped
+// before the event came sends nothing: Stop closes the stream, and the read it ends is no ERROR.
 func (w *partitionWatcher) send(event watch.Event) bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+	}
 	select {
 	case <-w.done:
 		return false
