@@ -116,6 +116,18 @@ func TestPartitionEventsRefused(t *testing.T) {
 	}
 }
 
+// Read, for client-go, keeps no record of the events it has given out.
+func TestTrimReaderReadKeepsNoEventLengths(t *testing.T) {
+	event := `{"type":"ADDED","object":{"metadata":{"managedFields":[]}}}` + "\n"
+	r := eventReader(t, iotest.OneByteReader(strings.NewReader(strings.Repeat(event, 100))))
+	if _, err := io.ReadAll(r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ends) > 1 {
+		t.Fatalf("after 100 events read whole, %d lengths kept", len(r.ends))
+	}
+}
+
 // nextEvent gives out the events Read would, one at a time, however the stream arrives.
 func TestTrimReaderEventByEvent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -134,6 +134,9 @@ func (r *trimReader) Read(p []byte) (int, error) {
 
 // fill reads once from the source and moves every whole event received to out, trimmed.
 func (r *trimReader) fill() {
+	// fill runs once everything out held has been read: the events' lengths go with it (Read, which
+	// does not use them, would otherwise let them pile up).
+	r.ends = r.ends[:0]
 	if cap(r.in)-len(r.in) < readChunk {
 		grown := make([]byte, len(r.in), 2*cap(r.in)+readChunk)
 		copy(grown, r.in)
