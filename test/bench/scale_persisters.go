@@ -14,7 +14,7 @@ type persisterCounts struct {
 	writes, writeSeconds float64 // Writes answered, and their time from being queued to the answer
 	updates, conflicts   float64 // status updates sent, and those refused with a conflict
 	apiRequests          float64 // every request to the API server
-	gets, failed         float64 // of them, the reads of an object, and those that did not succeed
+	gets, succeeded      float64 // of them, the reads of an object, and those whose outcome was success
 }
 
 // samplePersisters reads the sidecars' persister metrics; nil when one cannot be read.
@@ -32,7 +32,7 @@ func (s *scaleRun) samplePersisters(ctx context.Context) *persisterCounts {
 		c.conflicts += orZero(samples.sum("sharestate_persister_conflicts_total", ""))
 		c.apiRequests += orZero(samples.sum("sharestate_persister_api_requests_total", ""))
 		c.gets += orZero(samples.sum("sharestate_persister_api_requests_total", `verb="get"`))
-		c.failed += c.apiRequestsFailed(samples)
+		c.succeeded += orZero(samples.sum("sharestate_persister_api_requests_total", `outcome="success"`))
 	}
 	return &c
 }
@@ -48,25 +48,18 @@ func orZero(v float64) float64 {
 func (c persisterCounts) minus(before persisterCounts) persisterCounts {
 	return persisterCounts{writes: c.writes - before.writes, writeSeconds: c.writeSeconds - before.writeSeconds,
 		updates: c.updates - before.updates, conflicts: c.conflicts - before.conflicts,
-		apiRequests: c.apiRequests - before.apiRequests, gets: c.gets - before.gets, failed: c.failed - before.failed}
+		apiRequests: c.apiRequests - before.apiRequests, gets: c.gets - before.gets, succeeded: c.succeeded - before.succeeded}
 }
 
-// describe tells a window's counts.
+// describe tells a window's counts. The requests not successful are conflicts, objects not found or
+// already there, the API server unavailable or refusing (the persister's outcome label).
 func (c persisterCounts) describe() string {
 	if c.writes == 0 {
 		return "no writes answered"
 	}
 	return fmt.Sprintf("%.0f writes answered in %.1f ms on average (queued to answered), %.0f status updates, "+
 		"%.0f conflicts, %.2f API requests per write (%.0f GETs, %.0f not successful)", c.writes, 1000*c.writeSeconds/c.writes, c.updates,
-		c.conflicts, c.apiRequests/c.writes, c.gets, c.failed)
-}
-
-// apiRequestsFailed adds up the persister's API requests whose outcome was not success: conflicts,
-// objects not found or already there, the API server unavailable or refusing
-// (persister.persisterMetrics.apiRequest).
-func (persisterCounts) apiRequestsFailed(samples metricSamples) float64 {
-	return orZero(samples.sum("sharestate_persister_api_requests_total", "")) -
-		orZero(samples.sum("sharestate_persister_api_requests_total", `outcome="success"`))
+		c.conflicts, c.apiRequests/c.writes, c.gets, c.apiRequests-c.succeeded)
 }
 
 // meanLatency is the mean of latencies (0 for none).

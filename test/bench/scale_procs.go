@@ -50,13 +50,14 @@ type child struct {
 	name    string
 	cmd     *exec.Cmd
 	log     *os.File
-	stamped *testenv.StampedWriter // the log, each line stamped with the time it arrived
+	stamped *testenv.StampedWriter // writes log, each line stamped with the time it arrived
 	exited  chan struct{}
 	err     error
 }
 
 // startChild starts path with args and env added to this process's, its output going to a file of
-// dir (each line stamped with the time it arrived), and waits until ready reports true (or the process exits, or ctx ends).
+// dir (each line stamped with the time it arrived), and waits until ready reports true (or the
+// process exits, or ctx ends).
 func startChild(ctx context.Context, dir, name, path string, args, env []string, ready func() bool) (*child, error) {
 	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
@@ -100,8 +101,7 @@ func (c *child) stop() {
 			<-c.exited
 		}
 	}
-	_ = c.stamped.Flush()
-	_ = c.log.Close()
+	_ = c.stamped.Close() // and the log file
 }
 
 // healthy reports whether GET http://addr+path answers 200.

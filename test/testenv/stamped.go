@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -51,14 +52,18 @@ func (s *StampedWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Flush writes the line begun, if any, ended with a newline.
-func (s *StampedWriter) Flush() error {
+// Close writes the line begun, if any, ended with a newline, then closes the destination if it is
+// an io.Closer.
+func (s *StampedWriter) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.pending {
-		return nil
+	var err error
+	if s.pending {
+		s.pending = false
+		_, err = s.dst.Write(append(s.line, '\n'))
 	}
-	s.pending = false
-	_, err := s.dst.Write(append(s.line, '\n'))
+	if c, ok := s.dst.(io.Closer); ok {
+		err = errors.Join(err, c.Close())
+	}
 	return err
 }

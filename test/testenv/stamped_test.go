@@ -17,14 +17,14 @@ func TestStampedWriter(t *testing.T) {
 			t.Fatalf("Write(%q) = %d, %v", p, n, err)
 		}
 	}
-	if err := w.Flush(); err != nil {
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	want := "04:48:33.267 gc 1 @0.01s 4%\n04:48:33.268 ready\n04:48:33.269 half-line\n04:48:33.270 last\n"
 	if out.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 	}
-	if err := w.Flush(); err != nil || out.String() != want {
-		t.Fatalf("a second Flush wrote %q (%v)", strings.TrimPrefix(out.String(), want), err)
+	if err := w.Close(); err != nil || out.String() != want {
+		t.Fatalf("a second Close wrote %q (%v)", strings.TrimPrefix(out.String(), want), err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,7 +32,7 @@ import (
 // Env is a running control plane.
 type Env struct {
 	env    *envtest.Environment
-	logs   []*os.File // the control plane's output, with StartLogged
+	logs   []io.Closer // the control plane's output, with StartLogged
 	Config *rest.Config
 	Scheme *k8sruntime.Scheme
 	Client client.Client
@@ -103,7 +104,7 @@ func StartLogged(logDir string) (*Env, error) {
 }
 
 // logControlPlane points kube-apiserver's and etcd's output at files of dir, if dir is not empty.
-func logControlPlane(env *envtest.Environment, dir string) ([]*os.File, error) {
+func logControlPlane(env *envtest.Environment, dir string) ([]io.Closer, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -122,7 +123,7 @@ func logControlPlane(env *envtest.Environment, dir string) ([]*os.File, error) {
 	apiserverLog, etcdLog := NewStampedWriter(apiserver), NewStampedWriter(etcd)
 	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserverLog, Err: apiserverLog}
 	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
-	return []*os.File{apiserver, etcd}, nil
+	return []io.Closer{apiserverLog, etcdLog}, nil // closing each closes its file
 }
 
 // Stop stops the control plane, and closes its logs once it has stopped writing them.
