@@ -47,7 +47,7 @@ func New(opts Options) (*Persister, error) {
 		metrics: metrics,
 		log:     opts.Logger,
 	}
-	p.topology = newTopology(opts.Client, opts.Namespace, opts.TopologyTTL, opts.Now, p.withRetry)
+	p.topology = newTopology(opts.Client, opts.Namespace, opts.TopologyTTL, opts.OperationTimeout, opts.Now, p.withRetry)
 	return p, nil
 }
 
