@@ -42,6 +42,9 @@ func TestScaleScenarioEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	if n := strings.Count(log.String(), "bench: scale-50: capacity window "); n != scaleCapacityWindows {
+		t.Errorf("the progress log tells %d capacity windows, want %d:\n%s", n, scaleCapacityWindows, log.String())
+	}
 	if fence, err := strconv.ParseFloat(lines[0]["fence_1000_s"], 64); err != nil || fence <= 0 {
 		t.Errorf("fence_1000_s=%q, want a positive number", lines[0]["fence_1000_s"])
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,6 +68,21 @@ func TestParseScaleSizes(t *testing.T) {
 
 // An open loop counts latency from the scheduled arrival: writes held up behind a slow one (one
 // slot) carry the wait in their latency, and the arrivals keep coming.
+func TestMedianLeavesOutAWindowCaughtInAStall(t *testing.T) {
+	for _, c := range []struct {
+		rates []float64
+		want  float64
+	}{
+		{[]float64{225.7, 128.7, 223.8}, 223.8}, // run 45: one window in a stall
+		{[]float64{240, 230}, 235},
+		{[]float64{7}, 7},
+	} {
+		if got := median(slices.Clone(c.rates)); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.rates, got, c.want)
+		}
+	}
+}
+
 func TestOpenLoopCountsLatencyFromArrival(t *testing.T) {
 	release := make(chan struct{})
 	var calls atomic.Int64
