@@ -37,6 +37,9 @@ func main() {
 	flags.IntVar(&cfg.FenceWorkers, "fence-workers", operator.DefaultMaxConcurrentReconciles, "the operator's fencing workers in the fence scenario")
 	flags.Func("scale-sizes", fmt.Sprintf("partition counts of the %q scenarios, comma-separated (default %v)", bench.ScaleScenario, bench.DefaultScaleSizes),
 		func(v string) (err error) { cfg.ScaleSizes, err = bench.ParseScaleSizes(v); return err })
+	flags.Func("scale-apiserver-env", "NAME=value pairs, comma-separated, added to the environment of the scale scenarios' kube-apiserver, "+
+		"for diagnostics: 'GOGC=off,GOMEMLIMIT=8GiB' measures the write path without its garbage collections",
+		func(v string) error { cfg.ScaleAPIServerEnv = strings.Split(v, ","); return nil })
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	if scenarios != "" {
 		cfg.Scenarios = strings.Split(scenarios, ",")

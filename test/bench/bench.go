@@ -41,6 +41,11 @@ type Config struct {
 	// ScaleSizes are the partition counts of the scale scenarios, which run only when Scenarios names
 	// ScaleScenario (default DefaultScaleSizes).
 	ScaleSizes []int
+	// ScaleAPIServerEnv, NAME=value each, is added to the environment of the scale scenarios'
+	// kube-apiserver. It is for diagnostics, such as GOGC=off with a GOMEMLIMIT, which holds its
+	// garbage collector off to measure the write path without its collections; the scale lines
+	// then name it, and their targets are not the issue's.
+	ScaleAPIServerEnv []string
 }
 
 // Report is a whole run: its results and the targets checked against them.
@@ -169,6 +174,9 @@ func (cfg Config) runsValidationCost() bool {
 func (cfg Config) selected() ([]scenario, error) {
 	if cfg.Duration <= 0 || cfg.Warmup < 0 {
 		return nil, fmt.Errorf("duration %s must be positive and warm-up %s not negative", cfg.Duration, cfg.Warmup)
+	}
+	if err := testenv.CheckAPIServerEnv(cfg.ScaleAPIServerEnv); err != nil {
+		return nil, err
 	}
 	if len(cfg.Scenarios) == 0 {
 		return scenarios, nil

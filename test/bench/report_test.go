@@ -173,6 +173,7 @@ func TestConfigSelected(t *testing.T) {
 		{Duration: time.Second, Scenarios: []string{"naive", "naive"}},
 		{Duration: 0},
 		{Duration: time.Second, Warmup: -time.Second},
+		{Duration: time.Second, ScaleAPIServerEnv: []string{"GOGC"}},
 	} {
 		if _, err := bad.selected(); err == nil {
 			t.Errorf("%+v: no error", bad)

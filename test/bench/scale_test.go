@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,5 +194,31 @@ func TestGCFromSamples(t *testing.T) {
 	}
 	if _, ok := gcFromSamples(parseSamples("go_gc_cycles_total_gc_cycles_total 1\n")); ok {
 		t.Error("an exposition without the runtime's CPU classes was read as complete")
+	}
+}
+
+// A run with kube-apiserver's environment changed says so on every line it prints, so that its
+// figures are not taken for the issue's.
+func TestScaleLinesNameADiagnosticRun(t *testing.T) {
+	level := func(load float64) scaleLevel {
+		return scaleLevel{load: load, operatorMillisPerWrite: 0.2, apiserverMillisPerWrite: 4,
+			run: openResult{offeredPerSecond: 100, achievedPerSecond: 100, latencies: []time.Duration{3 * time.Millisecond, 5 * time.Millisecond}}}
+	}
+	r := &scaleResult{partitions: 100, fenced: 10, lonePercentile50: 3 * time.Millisecond, capacityPerSecond: 200,
+		levels: []scaleLevel{level(0.5), level(0.8)}, fence: time.Second, raw: time.Second, sidecarCacheBoundMB: 128}
+	if line := r.line(r.levels[0]); strings.Contains(line, "apiserver_env") {
+		t.Errorf("an ordinary run's line names an environment: %s", line)
+	}
+	if v := r.verdicts(); !strings.HasPrefix(v, "scale-100: ") {
+		t.Errorf("an ordinary run's targets: %s", v)
+	}
+	r.apiserverEnv = []string{"GOGC=off", "GOMEMLIMIT=8GiB"}
+	for _, l := range r.levels {
+		if line := r.line(l); !strings.HasSuffix(line, " apiserver_env=GOGC=off,GOMEMLIMIT=8GiB") {
+			t.Errorf("a diagnostic run's line does not end with its environment: %s", line)
+		}
+	}
+	if v := r.verdicts(); !strings.HasPrefix(v, "scale-100 (diagnostic, kube-apiserver with GOGC=off GOMEMLIMIT=8GiB; not the issue's targets): ") {
+		t.Errorf("a diagnostic run's targets do not say so: %s", v)
 	}
 }

@@ -32,7 +32,8 @@ import (
 // Env is a running control plane.
 type Env struct {
 	env    *envtest.Environment
-	logs   []io.Closer // the control plane's output, with StartLogged
+	logs   []io.Closer // the control plane's output, with Options.LogDir
+	temp   string      // a directory removed once the control plane has stopped, or ""
 	Config *rest.Config
 	Scheme *k8sruntime.Scheme
 	Client client.Client
@@ -57,13 +58,23 @@ const (
 )
 
 // Start starts kube-apiserver and etcd and installs the CRDs of config/crd/bases.
-func Start() (*Env, error) { return StartLogged("") }
+func Start() (*Env, error) { return StartWith(Options{}) }
 
-// StartLogged is Start, with kube-apiserver's and etcd's output kept in logDir (kube-apiserver.log,
-// etcd.log, each line stamped with the time it arrived: StampedWriter) when it is not empty: the bench lines up their slow-request warnings and garbage
-// collection traces with its own slow writes. Without it their output is discarded (envtest's
-// AttachControlPlaneOutput is not set).
-func StartLogged(logDir string) (*Env, error) {
+// Options are what StartWith changes of the control plane Start starts.
+type Options struct {
+	// LogDir, when not empty, keeps kube-apiserver's and etcd's output in it (kube-apiserver.log,
+	// etcd.log, each line stamped with the time it arrived: StampedWriter): the bench lines up their
+	// slow-request warnings and garbage collection traces with its own slow writes. Without it their
+	// output is discarded (envtest's AttachControlPlaneOutput is not set).
+	LogDir string
+	// APIServerEnv is added to kube-apiserver's environment, NAME=value each (etcd's and this
+	// process's are left alone): the bench's diagnostic of the write path without kube-apiserver's
+	// garbage collector gives it GOGC=off and a GOMEMLIMIT.
+	APIServerEnv []string
+}
+
+// StartWith is Start, with opts.
+func StartWith(opts Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, ErrNoAssets
 	}
@@ -81,11 +92,25 @@ func StartLogged(logDir string) (*Env, error) {
 		ControlPlaneStartTimeout: ControlPlaneStartTimeout,
 		ControlPlaneStopTimeout:  ControlPlaneStopTimeout,
 	}
-	logs, err := logControlPlane(env, logDir)
+	logs, err := logControlPlane(env, opts.LogDir)
 	if err != nil {
 		return nil, err
 	}
 	e := &Env{env: env, logs: logs, Scheme: scheme}
+	if len(opts.APIServerEnv) > 0 {
+		wrapper, dir, err := writeAPIServerWrapper(opts.APIServerEnv)
+		if err != nil {
+			for _, f := range logs {
+				_ = f.Close()
+			}
+			return nil, err
+		}
+		e.temp = dir
+		if env.ControlPlane.APIServer == nil {
+			env.ControlPlane.APIServer = &envtest.APIServer{}
+		}
+		env.ControlPlane.APIServer.Path = wrapper
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// Start leaves the processes running when a later step (installing the CRDs) fails.
@@ -131,6 +156,9 @@ func (e *Env) Stop() error {
 	err := e.env.Stop()
 	for _, f := range e.logs {
 		err = errors.Join(err, f.Close())
+	}
+	if e.temp != "" {
+		err = errors.Join(err, os.RemoveAll(e.temp))
 	}
 	return err
 }
