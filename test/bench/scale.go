@@ -96,7 +96,7 @@ type scaleResult struct {
 	levels                  []scaleLevel
 	fence, raw              time.Duration
 	sidecarCacheBoundMB     float64
-	operatorRSS, sidecarRSS float64 // the largest seen, MB
+	operatorRSS, sidecarRSS float64  // the largest seen, MB
 	apiserverEnv            []string // Config.ScaleAPIServerEnv: a diagnostic run
 }
 
