@@ -52,7 +52,13 @@ type scaleLayout struct {
 }
 
 // newScaleLayout spreads n partitions over groups and namespaces. The victim broker leads whole
-// groups of the first namespace: a quarter of the partitions, at most scaleMaxVictims.
+// groups of the first namespace: a quarter of the partitions, at most scaleMaxVictims. The other
+// groups, the load's, alternate over the namespaces, so that each load broker leads as many of them
+// and any stretch of the load's round robin goes to the sidecars in equal parts. Until run 49 the
+// victims took every other group of the first namespace's first ones, which left a run of 1,000
+// partitions of the second namespace alone in the round robin: each pass over it held the load to
+// one sidecar's client-side limit, and one capacity window in three fell to 0.75 of the others
+// (runs 47 to 49).
 func newScaleLayout(n int) scaleLayout {
 	size := scaleGroupSize
 	if n < 10*scaleGroupSize {
@@ -63,11 +69,15 @@ func newScaleLayout(n int) scaleLayout {
 		l.namespaces = append(l.namespaces, fmt.Sprintf("scale-%d", i))
 	}
 	victimGroups := max(1, min(scaleMaxVictims, n/4)/size)
+	loadGroups := 0
 	for i, left := 0, n; left > 0; i++ {
-		g := scaleGroup{namespace: l.namespaces[i%scaleNamespaces], id: fmt.Sprintf("group-%04d", i), partitions: min(size, left)}
-		if i%scaleNamespaces == 0 && i/scaleNamespaces < victimGroups {
-			g.victim = true
+		g := scaleGroup{id: fmt.Sprintf("group-%04d", i), partitions: min(size, left)}
+		if i < victimGroups {
+			g.namespace, g.victim = l.namespaces[0], true
 			l.victims += g.partitions
+		} else {
+			g.namespace = l.namespaces[loadGroups%scaleNamespaces]
+			loadGroups++
 		}
 		l.groups = append(l.groups, g)
 		left -= g.partitions
@@ -187,6 +197,7 @@ func steadyState() stateWrite {
 
 // loadTarget is a partition the write load goes to, through its namespace's sidecar.
 type loadTarget struct {
+	namespace string
 	store     sharestate.Store
 	group     string
 	partition int32
@@ -203,7 +214,7 @@ func (l scaleLayout) loadTargets(stores map[string]sharestate.Store) []loadTarge
 		for p := range g.partitions {
 			cursor := &offsetCursor{}
 			cursor.n.Store(steadyStateRuns) // the load goes on from the state the setup wrote
-			out = append(out, loadTarget{store: stores[g.namespace], group: g.id, partition: int32(p), cursor: cursor})
+			out = append(out, loadTarget{namespace: g.namespace, store: stores[g.namespace], group: g.id, partition: int32(p), cursor: cursor})
 		}
 	}
 	return out

@@ -42,6 +42,29 @@ func TestScaleLayoutSpreadsPartitions(t *testing.T) {
 	}
 }
 
+// Any stretch of the load's round robin goes to the namespaces' sidecars in equal parts, within a
+// group: a sidecar that got more would hold the load to its client-side limit while the other idles.
+func TestLoadSpreadsEvenlyOverTheSidecars(t *testing.T) {
+	for _, n := range []int{50, 1000, 5000, 10000} {
+		l := newScaleLayout(n)
+		targets := l.loadTargets(nil)
+		size := l.groups[0].partitions
+		stretch := 2 * scaleNamespaces * size
+		for start := 0; start+stretch <= len(targets); start += size {
+			count := map[string]int{}
+			for _, tg := range targets[start : start+stretch] {
+				count[tg.namespace]++
+			}
+			for _, ns := range l.namespaces {
+				if c := count[ns]; c < stretch/scaleNamespaces-size || c > stretch/scaleNamespaces+size {
+					t.Fatalf("n=%d: targets %d to %d: %d of %d in %s, want %d within a group (%d)",
+						n, start, start+stretch, c, stretch, ns, stretch/scaleNamespaces, size)
+				}
+			}
+		}
+	}
+}
+
 // Every partition starts from the state the other scenarios settle at, and the load goes on from it.
 func TestSteadyStateIsWhereTheLoadGoesOn(t *testing.T) {
 	state := steadyState()
