@@ -209,6 +209,8 @@ func sidecarKubeconfig(t testing.TB, ns string) string {
 	if err := env.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	env.AwaitRule(t, testenv.ServiceAccountUser(ns, sa.Name), ns, rbacv1.PolicyRule{
+		APIGroups: []string{"sharestate.dev"}, Resources: []string{"sharepartitionstates"}, Verbs: []string{"get"}})
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -40,8 +40,8 @@ func (e *Env) ServiceAccountToken(t testing.TB, ns, name string) string {
 	return token.Status.Token
 }
 
-// BindClusterRole creates role and a ClusterRoleBinding of it to service account name of ns, and
-// deletes both when the test ends.
+// BindClusterRole creates role and a ClusterRoleBinding of it to service account name of ns, waits
+// until they are in force, and deletes both when the test ends.
 func (e *Env) BindClusterRole(t testing.TB, role *rbacv1.ClusterRole, ns, name string) {
 	t.Helper()
 	binding := &rbacv1.ClusterRoleBinding{
@@ -55,6 +55,7 @@ func (e *Env) BindClusterRole(t testing.TB, role *rbacv1.ClusterRole, ns, name s
 		}
 		t.Cleanup(func() { _ = e.Client.Delete(context.Background(), obj) })
 	}
+	e.AwaitRule(t, ServiceAccountUser(ns, name), "", role.Rules[0])
 }
 
 // AllowMetrics lets service account name of ns get /metrics, as the chart's metrics-reader role does.

@@ -94,6 +94,7 @@ func TestPersisterWithoutPatchKeepsManagedFieldsAndStopsAsking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	env.AwaitRule(t, "old-sidecar", ns, role.Rules[0])
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "old-sidecar"}
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
