@@ -57,6 +57,29 @@ func startSidecar(t testing.TB, ns string, opts sidecarOptions) *sidecar {
 	if opts.brokerID == 0 {
 		opts.brokerID = 1
 	}
+	// The addresses are free when picked, not when the sidecar binds them: another test's process
+	// may take one in between, on a busy machine now and then. The sidecar then exits at once, and a
+	// start on new addresses is all that failed.
+	for attempt := 1; ; attempt++ {
+		s, err := launchSidecar(t, ns, opts)
+		if err == nil {
+			t.Cleanup(func() { s.stop(t) })
+			return s
+		}
+		if attempt == startAttempts || !strings.Contains(s.logs.String(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("the sidecar lost an address it was given (%v); starting it again on others", err)
+	}
+}
+
+// startAttempts is how many times startSidecar starts a sidecar whose address was taken meanwhile.
+const startAttempts = 3
+
+// launchSidecar starts the sidecar on addresses free a moment before, and waits until it is ready (or
+// its Kafka listener answers, with opts.notReady). On an error the process has exited, or was killed.
+func launchSidecar(t testing.TB, ns string, opts sidecarOptions) (*sidecar, error) {
+	t.Helper()
 	s := &sidecar{addr: freeAddr(t), health: freeAddr(t), metrics: freeAddr(t), logs: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{
 		"--listen-address=" + s.addr, "--health-probe-bind-address=" + s.health, "--metrics-bind-address=" + s.metrics, "--metrics-secure=false",
@@ -69,13 +92,32 @@ func startSidecar(t testing.TB, ns string, opts sidecarOptions) *sidecar {
 		t.Fatal(err)
 	}
 	go func() { s.exitErr = s.cmd.Wait(); close(s.exited) }()
-	t.Cleanup(func() { s.stop(t) })
+	var err error
 	if opts.notReady {
-		s.waitFor(t, "the Kafka listener", func() bool { return dialable(s.addr) })
+		err = s.awaitStart("the Kafka listener", func() bool { return dialable(s.addr) })
 	} else {
-		s.waitFor(t, "readiness", func() bool { return s.probe("/readyz") == http.StatusOK })
+		err = s.awaitStart("readiness", func() bool { return s.probe("/readyz") == http.StatusOK })
 	}
-	return s
+	return s, err
+}
+
+// awaitStart waits up to 30 s for cond, and kills the process if it has not exited by then.
+func (s *sidecar) awaitStart(what string, cond func() bool) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("the sidecar exited (%w) before %s:\n%s", s.exitErr, what, s.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+			return fmt.Errorf("timed out waiting for the sidecar's %s:\n%s", what, s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
 }
 
 func (s *sidecar) waitFor(t testing.TB, what string, cond func() bool) {
