@@ -268,20 +268,26 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
 	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-fence", s.n))
 	before := s.operatorRequests(ctx)
+	serverBefore := statusRequestTimes(ctx, s.env.Config)
 	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
 	fenceEnd := loop.now()
+	serverFenced := statusRequestTimes(ctx, s.env.Config)
 	s.logFenceRequests(before, s.operatorRequests(ctx), len(victims))
 	if err := <-profiled; err != nil {
 		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator and kube-apiserver: %v\n", s.n, err)
 	}
 	s.operator.stop()
+	serverRawBefore := statusRequestTimes(ctx, s.env.Config)
 	if raw, err = s.rawUpdates(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
 	rawEnd := loop.now()
+	serverRaw := statusRequestTimes(ctx, s.env.Config)
 	loop.stopAndWait()
+	fmt.Fprintf(s.log, "bench: scale-%d: kube-apiserver's own time for the partitions' status requests (apiserver_request_duration_seconds): during the fence %s; during the raw updates %s\n",
+		s.n, describeRequestTimes(serverBefore, serverFenced), describeRequestTimes(serverRawBefore, serverRaw))
 	// Both are bound by what the load leaves of the API server: say what the load had of it in each.
 	during := func(end, took time.Duration) string {
 		w := loop.window(end-took, end)
@@ -695,15 +701,19 @@ type metricSamples []string
 
 // sum adds up the samples of the metric name whose labels contain label ("" for any); NaN when
 // there is none.
-func (m metricSamples) sum(name, label string) float64 {
+func (m metricSamples) sum(name, label string) float64 { return m.sumWith(name, label) }
+
+// sumWith adds up the samples of the metric name whose labels contain every one of labels; NaN when
+// there is none.
+func (m metricSamples) sumWith(name string, labels ...string) float64 {
 	total, matched := 0.0, 0
 	for _, line := range m {
 		rest, ok := strings.CutPrefix(line, name)
 		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
 			continue // another metric whose name starts with this one
 		}
-		labels, value, found := strings.Cut(rest, " ")
-		if !found || !strings.Contains(labels, label) {
+		have, value, found := strings.Cut(rest, " ")
+		if !found || !containsAll(have, labels) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
@@ -714,6 +724,15 @@ func (m metricSamples) sum(name, label string) float64 {
 		return math.NaN()
 	}
 	return total
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // operatorSamples reads the operator's metrics.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,10 +46,17 @@ func TestScaleScenarioEndToEnd(t *testing.T) {
 	if n := strings.Count(log.String(), "bench: scale-50: capacity window "); n != scaleCapacityWindows {
 		t.Errorf("the progress log tells %d capacity windows, want %d:\n%s", n, scaleCapacityWindows, log.String())
 	}
+	if !serverTimeOfTheFence.MatchString(log.String()) {
+		t.Errorf("the progress log does not tell kube-apiserver's time for the fence's PATCHes:\n%s", log.String())
+	}
 	if fence, err := strconv.ParseFloat(lines[0]["fence_1000_s"], 64); err != nil || fence <= 0 {
 		t.Errorf("fence_1000_s=%q, want a positive number", lines[0]["fence_1000_s"])
 	}
 }
+
+// serverTimeOfTheFence is the progress line of kube-apiserver's time for the fence's requests: at least
+// the 10 PATCHes that fence, and the load's PUTs.
+var serverTimeOfTheFence = regexp.MustCompile(`\(apiserver_request_duration_seconds\): during the fence [1-9][0-9]+ PATCH, [0-9.]+ ms each on average, [0-9]+ PUT`)
 
 func keyValues(line string) map[string]string {
 	out := map[string]string{}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -243,5 +244,32 @@ func TestScaleLinesNameADiagnosticRun(t *testing.T) {
 	}
 	if v := r.verdicts(); !strings.HasPrefix(v, "scale-100 (diagnostic, kube-apiserver with GOGC=off GOMEMLIMIT=8GiB; not the issue's targets): ") {
 		t.Errorf("a diagnostic run's targets do not say so: %s", v)
+	}
+}
+
+func TestStatusRequestTimes(t *testing.T) {
+	exposition := func(patches, patchSeconds, puts, putSeconds float64) metricSamples {
+		l := `{component="apiserver",dry_run="",group="sharestate.dev",resource="sharepartitionstates",scope="resource",subresource="status",verb="%s",version="v1alpha1"}`
+		return parseSamples(fmt.Sprintf("apiserver_request_duration_seconds_sum"+l+" %g\n", "PATCH", patchSeconds) +
+			fmt.Sprintf("apiserver_request_duration_seconds_count"+l+" %g\n", "PATCH", patches) +
+			fmt.Sprintf("apiserver_request_duration_seconds_sum"+l+" %g\n", "PUT", putSeconds) +
+			fmt.Sprintf("apiserver_request_duration_seconds_count"+l+" %g\n", "PUT", puts) +
+			// another resource's, and the partitions' own (not status) requests: not counted
+			`apiserver_request_duration_seconds_sum{resource="sharegroups",subresource="status",verb="PATCH"} 100` + "\n" +
+			`apiserver_request_duration_seconds_count{resource="sharepartitionstates",subresource="",verb="PUT"} 100` + "\n")
+	}
+	before := statusRequestTimesFrom(exposition(10, 1, 100, 2))
+	after := statusRequestTimesFrom(exposition(1010, 51, 2100, 42))
+	if got, want := describeRequestTimes(before, after), "1000 PATCH, 50.0 ms each on average, 2000 PUT, 20.0 ms each on average"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := describeRequestTimes(before, before); got != "no PATCH, no PUT" {
+		t.Errorf("no requests between: %q", got)
+	}
+	if got := describeRequestTimes(statusRequestTimesFrom(parseSamples("")), after); !strings.HasPrefix(got, "1010 PATCH, 50.5 ms") {
+		t.Errorf("none before: %q", got)
+	}
+	if got := describeRequestTimes(nil, after); got != "(its metrics could not be read)" {
+		t.Errorf("unread metrics: %q", got)
 	}
 }
