@@ -65,8 +65,8 @@ func describeGC(before, after gcSample, processCPU float64) string {
 		after.cycles-before.cycles, cpu, 100*cpu/processCPU, after.assist-before.assist, after.liveMB)
 }
 
-// The fence's PATCHes took the operator about twice as long as the raw updates' PUTs took the bench,
-// with the same 16 at a time (runs 47 to 50). kube-apiserver's own measure of each request's time
+// The fence's PATCHes took the operator 1.2 to 2.7 times as long as the raw updates' PUTs took the
+// bench, 16 at a time each (runs 47 to 50). kube-apiserver's own measure of each request's time
 // says how much of that was the API server's.
 
 // requestTime is the time kube-apiserver spent on requests of one verb so far, and their count.
