@@ -94,15 +94,20 @@ func launchSidecar(t testing.TB, ns string, opts sidecarOptions) (*sidecar, erro
 	go func() { s.exitErr = s.cmd.Wait(); close(s.exited) }()
 	var err error
 	if opts.notReady {
-		err = s.awaitStart("the Kafka listener", func() bool { return dialable(s.addr) })
+		err = s.await("the Kafka listener", func() bool { return dialable(s.addr) })
 	} else {
-		err = s.awaitStart("readiness", func() bool { return s.probe("/readyz") == http.StatusOK })
+		err = s.await("readiness", func() bool { return s.probe("/readyz") == http.StatusOK })
+	}
+	if err != nil {
+		_ = s.cmd.Process.Kill() // when it has not exited already
+		<-s.exited
 	}
 	return s, err
 }
 
-// awaitStart waits up to 30 s for cond, and kills the process if it has not exited by then.
-func (s *sidecar) awaitStart(what string, cond func() bool) error {
+// await waits up to 30 s for cond; its error says why it did not come (the sidecar exited, or
+// the time ran out).
+func (s *sidecar) await(what string, cond func() bool) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		select {
@@ -111,8 +116,6 @@ func (s *sidecar) awaitStart(what string, cond func() bool) error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			_ = s.cmd.Process.Kill()
-			<-s.exited
 			return fmt.Errorf("timed out waiting for the sidecar's %s:\n%s", what, s.logs)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -122,17 +125,8 @@ func (s *sidecar) awaitStart(what string, cond func() bool) error {
 
 func (s *sidecar) waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		select {
-		case <-s.exited:
-			t.Fatalf("the sidecar exited (%v) before %s:\n%s", s.exitErr, what, s.logs)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for the sidecar's %s:\n%s", what, s.logs)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := s.await(what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 
