@@ -269,10 +269,12 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-fence", s.n))
 	before := s.operatorRequests(ctx)
 	serverBefore := statusRequestTimes(ctx, s.env.Config)
+	fencing := s.startPhase()
 	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
 	fenceEnd := loop.now()
+	fencing.end("the fence")
 	serverFenced := statusRequestTimes(ctx, s.env.Config)
 	s.logFenceRequests(before, s.operatorRequests(ctx), len(victims))
 	if err := <-profiled; err != nil {
@@ -280,10 +282,12 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	}
 	s.operator.stop()
 	serverRawBefore := statusRequestTimes(ctx, s.env.Config)
+	updating := s.startPhase()
 	if raw, err = s.rawUpdates(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
 	rawEnd := loop.now()
+	updating.end("the raw updates")
 	serverRaw := statusRequestTimes(ctx, s.env.Config)
 	loop.stopAndWait()
 	fmt.Fprintf(s.log, "bench: scale-%d: kube-apiserver's own time for the partitions' status requests (apiserver_request_duration_seconds): during the fence %s; during the raw updates %s\n",
@@ -297,6 +301,27 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	fmt.Fprintf(s.log, "bench: scale-%d: the load during the fence: %s; during the raw updates: %s\n",
 		s.n, during(fenceEnd, fence), during(rawEnd, raw))
 	return fence, raw, nil
+}
+
+// phase is a stretch of a run whose use of the machine is logged at its end: the fence and the raw
+// updates run beside the same load, and what each costs beyond it, and who waited for a core, tells
+// their times apart.
+type phase struct {
+	s            *scaleRun
+	began        time.Time
+	cpu, waiting scaleCPU
+}
+
+func (s *scaleRun) startPhase() phase {
+	return phase{s: s, began: time.Now(), cpu: s.sampleCPU(), waiting: s.sampleRunQueueWaits()}
+}
+
+// end logs the phase's CPU and run-queue waits, process by process.
+func (p phase) end(name string) {
+	seconds := time.Since(p.began).Seconds()
+	cpu, waiting := p.s.sampleCPU().minus(p.cpu), p.s.sampleRunQueueWaits().minus(p.waiting)
+	fmt.Fprintf(p.s.log, "bench: scale-%d: during %s (%.2f s) the machine was %s; waited for a core: %s\n",
+		p.s.n, name, seconds, cpu.describe(seconds), waiting.describeWaits(seconds))
 }
 
 // logFenceRequests says what the operator sent the API server during the fence: a patch per fenced
@@ -592,9 +617,13 @@ func (a scaleCPU) minus(b scaleCPU) scaleCPU {
 
 // describe says how busy the machine was over seconds, and who kept it busy.
 func (a scaleCPU) describe(seconds float64) string {
-	rest := a.machine - a.apiserver - a.sidecars - a.operator - a.bench
-	return fmt.Sprintf("%.2f of %d cores busy: kube-apiserver %.2f, the sidecars %.2f, the operator %.2f, the bench %.2f, etcd and the rest %.2f",
-		a.machine/seconds, runtime.NumCPU(), a.apiserver/seconds, a.sidecars/seconds, a.operator/seconds, a.bench/seconds, rest/seconds)
+	operator, operatorUsed := fmt.Sprintf("%.2f", a.operator/seconds), a.operator
+	if math.IsNaN(a.operator) { // stopped, as it is for the fence's raw baseline
+		operator, operatorUsed = "not running", 0
+	}
+	rest := a.machine - a.apiserver - a.sidecars - operatorUsed - a.bench
+	return fmt.Sprintf("%.2f of %d cores busy: kube-apiserver %.2f, the sidecars %.2f, the operator %s, the bench %.2f, etcd and the rest %.2f",
+		a.machine/seconds, runtime.NumCPU(), a.apiserver/seconds, a.sidecars/seconds, operator, a.bench/seconds, rest/seconds)
 }
 
 // sampleCPU reads the CPU seconds used so far. others is the machine's busy time less this process's
@@ -623,6 +652,38 @@ func (s *scaleRun) sampleCPU() scaleCPU {
 	out.machine = busy.Seconds()
 	out.others = out.machine - out.bench - childrenCPU()
 	return out
+}
+
+// sampleRunQueueWaits reads how long, so far, each process's threads waited for a core
+// (readRunQueueWait), in seconds, in the fields of a scaleCPU; the machine's fields are NaN, and so is
+// a process's where /proc cannot be read.
+func (s *scaleRun) sampleRunQueueWaits() scaleCPU {
+	seconds := func(pid int) float64 {
+		wait, err := readRunQueueWait(pid)
+		if err != nil {
+			return math.NaN()
+		}
+		return wait.Seconds()
+	}
+	out := scaleCPU{operator: seconds(s.operator.pid()), apiserver: seconds(s.apiserver), bench: seconds(os.Getpid()),
+		machine: math.NaN(), others: math.NaN()}
+	for _, c := range s.sidecars {
+		out.sidecars += seconds(c.pid())
+	}
+	return out
+}
+
+// describeWaits says how long each process's threads waited for a core over a phase of seconds, in
+// all and as the number of them waiting at an average moment.
+func (a scaleCPU) describeWaits(seconds float64) string {
+	per := func(waited float64) string {
+		if math.IsNaN(waited) {
+			return "not running"
+		}
+		return fmt.Sprintf("%.2f s (%.2f threads)", waited, waited/seconds)
+	}
+	return fmt.Sprintf("kube-apiserver %s, the sidecars %s, the operator %s, the bench %s",
+		per(a.apiserver), per(a.sidecars), per(a.operator), per(a.bench))
 }
 
 // childrenCPU sums the CPU seconds of this process's children.
@@ -792,6 +853,7 @@ func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[stri
 	fenced := map[string]bool{}
 	var times []time.Time // of each partition's fence, as the watch received it
 	var last time.Time
+	events := 0 // the watch's, of every partition of the namespace: the load's writes too
 	started, deleteErr := make(chan time.Time, 1), make(chan error, 1)
 	go func() {
 		start := time.Now()
@@ -803,6 +865,7 @@ func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[stri
 		deleteErr <- err
 	}()
 	err := testenv.FollowFrom(watchCtx, s.client, &sharestatev1.SharePartitionStateList{}, ns, before.ResourceVersion, func(ev watch.EventType, obj client.Object) bool {
+		events++
 		sps, ok := obj.(*sharestatev1.SharePartitionState)
 		if ok && ev != watch.Deleted && victims[sps.Name] && !fenced[sps.Name] && sps.Status.StateEpoch > benchEpoch {
 			fenced[sps.Name], last = true, time.Now()
@@ -818,8 +881,8 @@ func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[stri
 		return 0, fmt.Errorf("%d of %d partitions fenced: %w", len(fenced), len(victims), err)
 	}
 	at := func(fraction float64) float64 { return times[int(fraction*float64(len(times)-1))].Sub(start).Seconds() }
-	fmt.Fprintf(s.log, "bench: scale-%d: partitions fenced after %.2f s (the first), %.2f s (a tenth), %.2f s (half), %.2f s (nine tenths), %.2f s (all)\n",
-		s.n, at(0), at(0.1), at(0.5), at(0.9), at(1))
+	fmt.Fprintf(s.log, "bench: scale-%d: partitions fenced after %.2f s (the first), %.2f s (a tenth), %.2f s (half), %.2f s (nine tenths), %.2f s (all); the bench's watch of %s decoded %d events meanwhile\n",
+		s.n, at(0), at(0.1), at(0.5), at(0.9), at(1), ns, events)
 	return last.Sub(start), nil
 }
 

@@ -49,6 +49,11 @@ func TestScaleScenarioEndToEnd(t *testing.T) {
 	if !serverTimeOfTheFence.MatchString(log.String()) {
 		t.Errorf("the progress log does not tell kube-apiserver's time for the fence's PATCHes:\n%s", log.String())
 	}
+	for _, phase := range []string{"the fence", "the raw updates"} {
+		if !phaseUse(phase).MatchString(log.String()) {
+			t.Errorf("the progress log does not tell who used and waited for the cores during %s:\n%s", phase, log.String())
+		}
+	}
 	if fence, err := strconv.ParseFloat(lines[0]["fence_1000_s"], 64); err != nil || fence <= 0 {
 		t.Errorf("fence_1000_s=%q, want a positive number", lines[0]["fence_1000_s"])
 	}
@@ -57,6 +62,15 @@ func TestScaleScenarioEndToEnd(t *testing.T) {
 // serverTimeOfTheFence is the progress line of kube-apiserver's time for the fence's requests: at least
 // the 10 PATCHes that fence, and the load's PUTs.
 var serverTimeOfTheFence = regexp.MustCompile(`\(apiserver_request_duration_seconds\): during the fence [1-9][0-9]+ PATCH, [0-9.]+ ms each on average, [0-9]+ PUT`)
+
+// phaseUse is the progress line of a phase's CPU and run-queue waits, with a number for every process
+// (the operator is stopped for the raw updates).
+func phaseUse(phase string) *regexp.Regexp {
+	n := `[0-9]+\.[0-9]+`
+	return regexp.MustCompile(`during ` + phase + ` \(` + n + ` s\) the machine was ` + n + ` of [0-9]+ cores busy: .*; ` +
+		`waited for a core: kube-apiserver ` + n + ` s \(` + n + ` threads\), the sidecars ` + n + ` s \(` + n + ` threads\), ` +
+		`the operator (` + n + ` s \(` + n + ` threads\)|not running), the bench ` + n + ` s \(` + n + ` threads\)`)
+}
 
 func keyValues(line string) map[string]string {
 	out := map[string]string{}

@@ -180,3 +180,43 @@ func readRSS(pid int) (int64, error) {
 	}
 	return 0, errors.Join(s.Err(), fmt.Errorf("no VmRSS for process %d", pid))
 }
+
+// readRunQueueWait returns how long a process's threads have waited, runnable, for a core: the sum
+// over /proc/<pid>/task/*/schedstat of its second field, the time spent on a run queue (the kernel's
+// Documentation/scheduler/sched-stats.rst). A Go execution trace cannot see this wait: a goroutine
+// whose thread the kernel has not yet run looks running, or still blocked, to Go's own scheduler.
+// Threads that exit take their waits with them; Go seldom ends a thread, so over a phase of a run
+// the difference of two readings is the wait within it.
+func readRunQueueWait(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread ended since the directory was read
+		}
+		wait, err := parseSchedstatWait(string(stat))
+		if err != nil {
+			return 0, fmt.Errorf("thread %s of %d: %w", t.Name(), pid, err)
+		}
+		total += wait
+	}
+	return total, nil
+}
+
+// parseSchedstatWait reads the run-queue wait, in nanoseconds, from the text of a schedstat file:
+// "<on the cpu> <waiting on a run queue> <timeslices>".
+func parseSchedstatWait(stat string) (time.Duration, error) {
+	fields := strings.Fields(stat)
+	if len(fields) != 3 {
+		return 0, fmt.Errorf("schedstat: %d fields, want 3", len(fields))
+	}
+	ns, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("schedstat: run-queue wait: %w", err)
+	}
+	return time.Duration(ns), nil
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -271,5 +273,48 @@ func TestStatusRequestTimes(t *testing.T) {
 	}
 	if got := describeRequestTimes(nil, after); got != "(its metrics could not be read)" {
 		t.Errorf("unread metrics: %q", got)
+	}
+}
+
+func TestParseSchedstatWait(t *testing.T) {
+	got, err := parseSchedstatWait("447775 2649758 1\n")
+	if err != nil || got != 2649758*time.Nanosecond {
+		t.Errorf("parseSchedstatWait = %v, %v; want 2.649758ms", got, err)
+	}
+	for _, bad := range []string{"", "1 2", "1 x 3", "1 2 3 4"} {
+		if _, err := parseSchedstatWait(bad); err == nil {
+			t.Errorf("parseSchedstatWait(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestRunQueueWaitOfThisProcess reads this test's own threads while more of them are runnable than
+// there are cores, so that some wait on a run queue.
+func TestRunQueueWaitOfThisProcess(t *testing.T) {
+	busy := 2 * runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(busy)) // a thread for each busy goroutine
+	done := make(chan struct{})
+	for range busy {
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	waited, err := readRunQueueWait(os.Getpid())
+	close(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited <= 0 {
+		t.Errorf("run-queue wait %v with more busy threads than cores: want more than none", waited)
+	}
+	if _, err := readRunQueueWait(-1); err == nil {
+		t.Error("readRunQueueWait(-1) succeeded")
 	}
 }
