@@ -293,21 +293,16 @@ func TestParseSchedstatWait(t *testing.T) {
 func TestRunQueueWaitOfThisProcess(t *testing.T) {
 	busy := 2 * runtime.NumCPU()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(busy)) // a thread for each busy goroutine
-	done := make(chan struct{})
+	var done atomic.Bool
 	for range busy {
 		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
+			for !done.Load() { // spin: a thread that is always runnable
 			}
 		}()
 	}
 	time.Sleep(50 * time.Millisecond)
 	waited, err := readRunQueueWait(os.Getpid())
-	close(done)
+	done.Store(true)
 	if err != nil {
 		t.Fatal(err)
 	}
