@@ -629,18 +629,7 @@ func (a scaleCPU) describe(seconds float64) string {
 // sampleCPU reads the CPU seconds used so far. others is the machine's busy time less this process's
 // and its children's (the control plane, the operator, the sidecars); NaN where /proc cannot be read.
 func (s *scaleRun) sampleCPU() scaleCPU {
-	seconds := func(pid int) float64 {
-		cpu, err := readCPU(pid)
-		if err != nil {
-			return math.NaN()
-		}
-		return cpu.Seconds()
-	}
-	out := scaleCPU{operator: seconds(s.operator.pid()), apiserver: seconds(s.apiserver), bench: seconds(os.Getpid()),
-		machine: math.NaN(), others: math.NaN()}
-	for _, c := range s.sidecars {
-		out.sidecars += seconds(c.pid())
-	}
+	out := s.sampleProcesses(readCPU)
 	stat, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return out
@@ -655,15 +644,18 @@ func (s *scaleRun) sampleCPU() scaleCPU {
 }
 
 // sampleRunQueueWaits reads how long, so far, each process's threads waited for a core
-// (readRunQueueWait), in seconds, in the fields of a scaleCPU; the machine's fields are NaN, and so is
-// a process's where /proc cannot be read.
-func (s *scaleRun) sampleRunQueueWaits() scaleCPU {
+// (readRunQueueWait), in seconds, in the fields of a scaleCPU; the machine's fields are NaN.
+func (s *scaleRun) sampleRunQueueWaits() scaleCPU { return s.sampleProcesses(readRunQueueWait) }
+
+// sampleProcesses reads one time of each of the run's processes, in seconds, the sidecars' summed; NaN
+// for a process whose /proc cannot be read (one that is stopped), and for the machine's fields.
+func (s *scaleRun) sampleProcesses(read func(pid int) (time.Duration, error)) scaleCPU {
 	seconds := func(pid int) float64 {
-		wait, err := readRunQueueWait(pid)
+		d, err := read(pid)
 		if err != nil {
 			return math.NaN()
 		}
-		return wait.Seconds()
+		return d.Seconds()
 	}
 	out := scaleCPU{operator: seconds(s.operator.pid()), apiserver: seconds(s.apiserver), bench: seconds(os.Getpid()),
 		machine: math.NaN(), others: math.NaN()}
