@@ -13,16 +13,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/internal/operator"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 	"github.com/sharestate/sharestate-operator/test/testenv"
@@ -254,89 +251,6 @@ func (s *scaleRun) capacity(ctx context.Context) (float64, error) {
 		return 0, errors.Join(fmt.Errorf("capacity: %d writes failed, %d succeeded", capacity.failed, len(capacity.latencies)), capacity.firstErr)
 	}
 	return float64(len(capacity.latencies)) / capacity.elapsed.Seconds(), nil
-}
-
-// fenceUnderLoad runs the open loop at rate, deletes the victim broker's pod and times until the
-// operator has fenced every partition it led; then, the operator stopped (as the fence bench's
-// baseline runs without it), times raw status updates of the same partitions, the load still running.
-func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw time.Duration, err error) {
-	loop := startOpenLoop(ctx, rate, s.write)
-	defer loop.stopAndWait()
-	if !sleepUntil(ctx, time.Now().Add(s.cfg.Warmup)) {
-		return 0, 0, ctx.Err()
-	}
-	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
-	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-fence", s.n))
-	before := s.operatorRequests(ctx)
-	serverBefore := statusRequestTimes(ctx, s.env.Config)
-	fencing := s.startPhase()
-	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
-		return 0, 0, err
-	}
-	fenceEnd := loop.now()
-	fencing.end("the fence")
-	serverFenced := statusRequestTimes(ctx, s.env.Config)
-	s.logFenceRequests(before, s.operatorRequests(ctx), len(victims))
-	if err := <-profiled; err != nil {
-		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator and kube-apiserver: %v\n", s.n, err)
-	}
-	s.operator.stop()
-	serverRawBefore := statusRequestTimes(ctx, s.env.Config)
-	updating := s.startPhase()
-	if raw, err = s.rawUpdates(ctx, ns, victims); err != nil {
-		return 0, 0, err
-	}
-	rawEnd := loop.now()
-	updating.end("the raw updates")
-	serverRaw := statusRequestTimes(ctx, s.env.Config)
-	loop.stopAndWait()
-	fmt.Fprintf(s.log, "bench: scale-%d: kube-apiserver's own time for the partitions' status requests (apiserver_request_duration_seconds): during the fence %s; during the raw updates %s\n",
-		s.n, describeRequestTimes(serverBefore, serverFenced), describeRequestTimes(serverRawBefore, serverRaw))
-	// Both are bound by what the load leaves of the API server: say what the load had of it in each.
-	during := func(end, took time.Duration) string {
-		w := loop.window(end-took, end)
-		return fmt.Sprintf("%.1f of %.1f writes/s, p50 %.0f ms, p99 %.0f ms", w.achievedPerSecond, w.offeredPerSecond,
-			millis(percentile(w.latencies, 0.5)), millis(percentile(w.latencies, 0.99)))
-	}
-	fmt.Fprintf(s.log, "bench: scale-%d: the load during the fence: %s; during the raw updates: %s\n",
-		s.n, during(fenceEnd, fence), during(rawEnd, raw))
-	return fence, raw, nil
-}
-
-// phase is a stretch of a run whose use of the machine is logged at its end: the fence and the raw
-// updates run beside the same load, and what each costs beyond it, and who waited for a core, tells
-// their times apart.
-type phase struct {
-	s            *scaleRun
-	began        time.Time
-	cpu, waiting scaleCPU
-}
-
-func (s *scaleRun) startPhase() phase {
-	return phase{s: s, began: time.Now(), cpu: s.sampleCPU(), waiting: s.sampleRunQueueWaits()}
-}
-
-// end logs the phase's CPU and run-queue waits, process by process.
-func (p phase) end(name string) {
-	seconds := time.Since(p.began).Seconds()
-	cpu, waiting := p.s.sampleCPU().minus(p.cpu), p.s.sampleRunQueueWaits().minus(p.waiting)
-	fmt.Fprintf(p.s.log, "bench: scale-%d: during %s (%.2f s) the machine was %s; waited for a core: %s\n",
-		p.s.n, name, seconds, cpu.describe(seconds), waiting.describeWaits(seconds))
-}
-
-// logFenceRequests says what the operator sent the API server during the fence: a patch per fenced
-// partition, and the rest (its groups' status writes, the live reads of the leader's pod, Events),
-// and how long its patches took on average.
-func (s *scaleRun) logFenceRequests(before, after *requestCounts, fenced int) {
-	if before == nil || after == nil {
-		fmt.Fprintf(s.log, "bench: scale-%d: the operator's request counts could not be read\n", s.n)
-		return
-	}
-	sent := func(method string) int { return int(after.byMethod[method] - before.byMethod[method]) }
-	patches := sent(http.MethodPatch)
-	fmt.Fprintf(s.log, "bench: scale-%d: during the fence the operator sent %d PATCH (%d partitions fenced, so %d other: group status writes; %.1f ms each on average), %d GET, %d POST, %d PUT\n",
-		s.n, patches, fenced, patches-fenced, 1000*(after.patchSeconds-before.patchSeconds)/float64(max(patches, 1)),
-		sent(http.MethodGet), sent(http.MethodPost), sent(http.MethodPut))
 }
 
 // setUp creates the partitions and starts the sidecars and the operator, and waits until the operator
@@ -823,86 +737,6 @@ func parseSamples(body string) metricSamples {
 		}
 	}
 	return samples
-}
-
-// fenceVictims deletes the victim broker's pod and times until the operator has fenced every
-// partition it led, watching them from a list made before the clock starts: listing the namespace's
-// thousands of partitions (about 5 KB each) while the fences run would load the API server with the
-// bench's own list, which the raw baseline does not have.
-func (s *scaleRun) fenceVictims(ctx context.Context, ns string, victims map[string]bool) (time.Duration, error) {
-	var before sharestatev1.SharePartitionStateList
-	if err := s.client.List(ctx, &before, client.InNamespace(ns)); err != nil {
-		return 0, fmt.Errorf("listing the partitions before the fence: %w", err)
-	}
-	for i := range before.Items {
-		if victims[before.Items[i].Name] && before.Items[i].Status.StateEpoch > benchEpoch {
-			return 0, fmt.Errorf("partition %s is fenced before its leader's pod is deleted", before.Items[i].Name)
-		}
-	}
-	fmt.Fprintf(s.log, "bench: scale-%d: deleting the broker pod that leads %d partitions, the load running\n", s.n, len(victims))
-	watchCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	fenced := map[string]bool{}
-	var times []time.Time // of each partition's fence, as the watch received it
-	var last time.Time
-	events := 0 // the watch's, of every partition of the namespace: the load's writes too
-	started, deleteErr := make(chan time.Time, 1), make(chan error, 1)
-	go func() {
-		start := time.Now()
-		err := s.client.Delete(ctx, s.cluster.victim)
-		if err != nil {
-			cancel()
-		}
-		started <- start
-		deleteErr <- err
-	}()
-	err := testenv.FollowFrom(watchCtx, s.client, &sharestatev1.SharePartitionStateList{}, ns, before.ResourceVersion, func(ev watch.EventType, obj client.Object) bool {
-		events++
-		sps, ok := obj.(*sharestatev1.SharePartitionState)
-		if ok && ev != watch.Deleted && victims[sps.Name] && !fenced[sps.Name] && sps.Status.StateEpoch > benchEpoch {
-			fenced[sps.Name], last = true, time.Now()
-			times = append(times, last)
-		}
-		return len(fenced) == len(victims)
-	})
-	start := <-started
-	if err := <-deleteErr; err != nil {
-		return 0, fmt.Errorf("deleting the victim broker's pod: %w", err)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%d of %d partitions fenced: %w", len(fenced), len(victims), err)
-	}
-	at := func(fraction float64) float64 { return times[int(fraction*float64(len(times)-1))].Sub(start).Seconds() }
-	fmt.Fprintf(s.log, "bench: scale-%d: partitions fenced after %.2f s (the first), %.2f s (a tenth), %.2f s (half), %.2f s (nine tenths), %.2f s (all); the bench's watch of %s decoded %d events meanwhile\n",
-		s.n, at(0), at(0.1), at(0.5), at(0.9), at(1), ns, events)
-	return last.Sub(start), nil
-}
-
-// rawUpdates raises the victims' state epochs with plain status updates, operator.DefaultMaxConcurrentReconciles
-// at a time, from objects read beforehand (as the operator's cache holds them).
-func (s *scaleRun) rawUpdates(ctx context.Context, ns string, victims map[string]bool) (time.Duration, error) {
-	var list sharestatev1.SharePartitionStateList
-	if err := s.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return 0, err
-	}
-	var objs []*sharestatev1.SharePartitionState
-	for i := range list.Items {
-		if victims[list.Items[i].Name] {
-			objs = append(objs, &list.Items[i])
-		}
-	}
-	var took atomic.Int64 // nanoseconds, over all updates
-	start := time.Now()
-	err := parallelDo(ctx, len(objs), operator.DefaultMaxConcurrentReconciles, func(i int) error {
-		objs[i].Status.StateEpoch++
-		sent := time.Now()
-		defer func() { took.Add(int64(time.Since(sent))) }()
-		return s.client.Status().Update(ctx, objs[i])
-	})
-	elapsed := time.Since(start)
-	fmt.Fprintf(s.log, "bench: scale-%d: %d raw updates in %.2f s, %.1f ms each on average\n",
-		s.n, len(objs), elapsed.Seconds(), float64(took.Load())/1e6/float64(max(len(objs), 1)))
-	return elapsed, err
 }
 
 // line is one level's summary, as `make bench` prints it.

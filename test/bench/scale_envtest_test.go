@@ -43,21 +43,43 @@ func TestScaleScenarioEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(log.String(), "bench: scale-50: capacity window "); n != scaleCapacityWindows {
-		t.Errorf("the progress log tells %d capacity windows, want %d:\n%s", n, scaleCapacityWindows, log.String())
-	}
-	if !serverTimeOfTheFence.MatchString(log.String()) {
-		t.Errorf("the progress log does not tell kube-apiserver's time for the fence's PATCHes:\n%s", log.String())
-	}
-	for _, phase := range []string{"the fence", "the raw updates"} {
-		if !phaseUse(phase).MatchString(log.String()) {
-			t.Errorf("the progress log does not tell who used and waited for the cores during %s:\n%s", phase, log.String())
+	checkScaleProgressLog(t, log.String())
+	for _, key := range []string{"fence_1000_s", "raw_1000_s"} {
+		if v, err := strconv.ParseFloat(lines[0][key], 64); err != nil || v <= 0 {
+			t.Errorf("%s=%q, want a positive number", key, lines[0][key])
 		}
 	}
-	if fence, err := strconv.ParseFloat(lines[0]["fence_1000_s"], 64); err != nil || fence <= 0 {
-		t.Errorf("fence_1000_s=%q, want a positive number", lines[0]["fence_1000_s"])
+}
+
+// checkScaleProgressLog checks the progress log of the scale scenario at 50 partitions: its capacity
+// windows, kube-apiserver's time for the fence, who used the cores in each phase of the fence, and
+// how the fence and its baseline were seen.
+func checkScaleProgressLog(t *testing.T, log string) {
+	t.Helper()
+	if n := strings.Count(log, "bench: scale-50: capacity window "); n != scaleCapacityWindows {
+		t.Errorf("the progress log tells %d capacity windows, want %d:\n%s", n, scaleCapacityWindows, log)
+	}
+	if !serverTimeOfTheFence.MatchString(log) {
+		t.Errorf("the progress log does not tell kube-apiserver's time for the fence's PATCHes:\n%s", log)
+	}
+	for _, phase := range []string{"the fence", "the raw updates"} {
+		if !phaseUse(phase).MatchString(log) {
+			t.Errorf("the progress log does not tell who used and waited for the cores during %s:\n%s", phase, log)
+		}
+	}
+	for _, seen := range []*regexp.Regexp{fencesSeen, rawUpdatesSeen} {
+		if !seen.MatchString(log) {
+			t.Errorf("the progress log does not match %s:\n%s", seen, log)
+		}
 	}
 }
+
+// fencesSeen and rawUpdatesSeen are the progress lines of the fence's and the baseline's timing: both
+// by the bench's watch of the victims' namespace, which saw every one of the 10 partitions raised.
+var (
+	fencesSeen     = regexp.MustCompile(`partitions fenced after [0-9.]+ s \(the first\), .* [0-9.]+ s \(all\); the bench's watch of scale-0 decoded [1-9][0-9]* events`)
+	rawUpdatesSeen = regexp.MustCompile(`10 raw updates answered after [0-9.]+ s, [0-9.]+ ms each on average; seen raised after [0-9.]+ s \(the first\), .* [0-9.]+ s \(all\); the bench's watch of scale-0 decoded [1-9][0-9]* events`)
+)
 
 // serverTimeOfTheFence is the progress line of kube-apiserver's time for the fence's requests: at least
 // the 10 PATCHes that fence, and the load's PUTs.
