@@ -32,30 +32,24 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 	ns, victims := s.cluster.namespaces[0], s.cluster.victimNames()
 	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-fence", s.n))
 	before := s.operatorRequests(ctx)
-	serverBefore := statusRequestTimes(ctx, s.env.Config)
-	fencing := s.startPhase()
+	fencing := s.startPhase(ctx)
 	if fence, err = s.fenceVictims(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
-	fenceEnd := loop.now()
-	fencing.end("the fence")
-	serverFenced := statusRequestTimes(ctx, s.env.Config)
+	fenced := fencing.end(ctx, "the fence", loop)
 	s.logFenceRequests(before, s.operatorRequests(ctx), len(victims))
 	if err := <-profiled; err != nil {
 		fmt.Fprintf(s.log, "bench: scale-%d: profiling the operator and kube-apiserver: %v\n", s.n, err)
 	}
 	s.operator.stop()
-	serverRawBefore := statusRequestTimes(ctx, s.env.Config)
-	updating := s.startPhase()
+	updating := s.startPhase(ctx)
 	if raw, err = s.rawUpdates(ctx, ns, victims); err != nil {
 		return 0, 0, err
 	}
-	rawEnd := loop.now()
-	updating.end("the raw updates")
-	serverRaw := statusRequestTimes(ctx, s.env.Config)
+	updated := updating.end(ctx, "the raw updates", loop)
 	loop.stopAndWait()
 	fmt.Fprintf(s.log, "bench: scale-%d: kube-apiserver's own time for the partitions' status requests (apiserver_request_duration_seconds): during the fence %s; during the raw updates %s\n",
-		s.n, describeRequestTimes(serverBefore, serverFenced), describeRequestTimes(serverRawBefore, serverRaw))
+		s.n, fenced.serverTimes, updated.serverTimes)
 	// Both are bound by what the load leaves of the API server: say what the load had of it in each.
 	during := func(end, took time.Duration) string {
 		w := loop.window(end-took, end)
@@ -63,29 +57,41 @@ func (s *scaleRun) fenceUnderLoad(ctx context.Context, rate float64) (fence, raw
 			millis(percentile(w.latencies, 0.5)), millis(percentile(w.latencies, 0.99)))
 	}
 	fmt.Fprintf(s.log, "bench: scale-%d: the load during the fence: %s; during the raw updates: %s\n",
-		s.n, during(fenceEnd, fence), during(rawEnd, raw))
+		s.n, during(fenced.loopEnd, fence), during(updated.loopEnd, raw))
 	return fence, raw, nil
 }
 
 // phase is a stretch of a run whose use of the machine is logged at its end: the fence and the raw
-// updates run beside the same load, and what each costs beyond it, and who waited for a core, tells
-// their times apart.
+// updates run beside the same load, and what each costs beyond it, who waited for a core, and how
+// long kube-apiserver took over the partitions' status requests, tells their times apart.
 type phase struct {
 	s            *scaleRun
 	began        time.Time
 	cpu, waiting scaleCPU
+	server       map[string]requestTime // kube-apiserver's status request times so far
 }
 
-func (s *scaleRun) startPhase() phase {
-	return phase{s: s, began: time.Now(), cpu: s.sampleCPU(), waiting: s.sampleRunQueueWaits()}
+func (s *scaleRun) startPhase(ctx context.Context) phase {
+	server := statusRequestTimes(ctx, s.env.Config)
+	return phase{s: s, began: time.Now(), cpu: s.sampleCPU(), waiting: s.sampleRunQueueWaits(), server: server}
 }
 
-// end logs the phase's CPU and run-queue waits, process by process.
-func (p phase) end(name string) {
+// phaseEnd is what a phase leaves for the lines logged after the load has stopped.
+type phaseEnd struct {
+	loopEnd     time.Duration // the open loop's clock when the phase ended
+	serverTimes string        // kube-apiserver's status request times over the phase, described
+}
+
+// end logs the phase's CPU and run-queue waits, process by process, and returns when it ended on
+// loop's clock and kube-apiserver's request times over it.
+func (p phase) end(ctx context.Context, name string, loop *openLoop) phaseEnd {
+	ended := phaseEnd{loopEnd: loop.now()}
 	seconds := time.Since(p.began).Seconds()
 	cpu, waiting := p.s.sampleCPU().minus(p.cpu), p.s.sampleRunQueueWaits().minus(p.waiting)
 	fmt.Fprintf(p.s.log, "bench: scale-%d: during %s (%.2f s) the machine was %s; waited for a core: %s\n",
 		p.s.n, name, seconds, cpu.describe(seconds), waiting.describeWaits(seconds))
+	ended.serverTimes = describeRequestTimes(p.server, statusRequestTimes(ctx, p.s.env.Config))
+	return ended
 }
 
 // logFenceRequests says what the operator sent the API server during the fence: a patch per fenced
