@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 // as a broker restart does.
 type restartableBroker struct {
 	t         *testing.T
-	addr      string // the broker's own listener
+	first     net.Listener // the broker's listener at its first start, held since the address was picked
+	addr      string       // the broker's own address
 	proxyAddr net.Addr
 	dataDir   string
 
@@ -36,7 +38,7 @@ type restartableBroker struct {
 func (b *restartableBroker) start() {
 	b.t.Helper()
 	listen := func(network, _ string) (net.Listener, error) {
-		real, err := net.Listen(network, b.addr)
+		real, err := b.listen(network)
 		if err != nil {
 			return nil, err
 		}
@@ -49,6 +51,25 @@ func (b *restartableBroker) start() {
 	b.mu.Lock()
 	b.cluster = cluster
 	b.mu.Unlock()
+}
+
+// listen hands out the listener held since the address was picked, at the first start: closing it and
+// binding again later let another process take the port in between (a loaded machine's tests did).
+// At a restart the address is bound again, and a short-lived socket that took the port during the
+// restart's gap is waited out.
+func (b *restartableBroker) listen(network string) (net.Listener, error) {
+	if l := b.first; l != nil {
+		b.first = nil
+		return l, nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := net.Listen(network, b.addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (b *restartableBroker) stop() {
@@ -64,12 +85,11 @@ func (b *restartableBroker) stop() {
 // order or another request's. Connections made after the restart are served, and the kgo client
 // goes on producing through it.
 func TestProxyKfakeUpstreamRestarted(t *testing.T) {
-	free, err := net.Listen("tcp", "127.0.0.1:0")
+	first, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstream := free.Addr().String()
-	_ = free.Close()
+	upstream := first.Addr().String()
 	proxy, err := NewProxy(ProxyOptions{Store: &echoStore{}, Upstream: upstream})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +99,7 @@ func TestProxyKfakeUpstreamRestarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broker := &restartableBroker{t: t, addr: upstream, proxyAddr: resolved, dataDir: t.TempDir()}
+	broker := &restartableBroker{t: t, first: first, addr: upstream, proxyAddr: resolved, dataDir: t.TempDir()}
 	broker.start()
 	t.Cleanup(broker.stop)
 
