@@ -82,6 +82,12 @@ const FinalizerPartitionState = "sharestate.dev/partition-state"
 // partitions can be listed by label.
 const LabelShareGroup = "sharestate.dev/share-group"
 
+// LabelBrokerID is set by each broker's sidecar on its own pod to the broker's Kafka node id
+// (--broker-id). A sidecar that answers a Read or Write sent by another broker (proxy mode: Kafka's
+// persister calls the share coordinator of the key) finds the sender's pod by this label, to record
+// that pod as the partition's leader.
+const LabelBrokerID = "sharestate.dev/broker-id"
+
 // Event reasons.
 const (
 	// EventReasonFenced: the operator raised a partition's state epoch to fence its stale leader.

@@ -267,6 +267,9 @@ func (s *Server) run(req request, ex *exchange, queuedBytes int64) {
 	}()
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
 	defer cancel()
+	// The store records the broker that sent a Read or Write as the partition's leader: in proxy mode
+	// that is seldom the broker of this sidecar.
+	ctx = withSender(ctx, req.header)
 	resp, code := req.serve(ctx, s.opts.Store)
 	ex.frame = appendResponse(nil, req.header, resp)
 	s.metrics.countRequest(req.api, code)
