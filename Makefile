@@ -54,7 +54,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
-	$(GOLANGCI_LINT) run --build-tags e2e ./...
+	$(GOLANGCI_LINT) run --build-tags e2e,kafka ./...
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, chart copies, go.mod) is stale or unformatted.
@@ -75,6 +75,15 @@ test: ## Run every test, against a real kube-apiserver and etcd (built and cache
 test-e2e: ## Run the whole system end to end: kubectl, helm, the operator, three sidecars and simulated consumers (test/e2e).
 	assets=$$(hack/envtest-assets.sh); \
 	KUBEBUILDER_ASSETS="$$assets" go test -tags e2e ./test/e2e/... -count=1 -v -timeout 15m $(TEST_FLAGS)
+
+# The Kafka version of `make test-kafka` (hack/kafka-assets.sh resolves its jars from Maven Central).
+KAFKA_VERSION ?= 4.4.0
+
+.PHONY: test-kafka
+test-kafka: ## Run the system with real Apache Kafka brokers (KAFKA_VERSION), Kafka's share consumer and tools (test/kafka).
+	assets=$$(hack/envtest-assets.sh); kafka=$$(KAFKA_VERSION=$(KAFKA_VERSION) hack/kafka-assets.sh); \
+	KUBEBUILDER_ASSETS="$$assets" KAFKA_VERSION=$(KAFKA_VERSION) KAFKA_ASSETS="$$kafka" \
+	go test -tags kafka ./test/kafka/... -count=1 -v -timeout 20m $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.

@@ -1,0 +1,150 @@
+// ShareTool is the tests' Kafka client: Kafka's own Admin, KafkaProducer and KafkaShareConsumer,
+// compiled by the tests with javac against kafka-clients. It prints one line per fact the tests check,
+// on stdout; everything else (Kafka's logs) goes to stderr.
+//
+//   setup    BOOTSTRAP TOPIC PARTITIONS REPLICAS GROUP   create the topic, set the group's
+//                                                         share.auto.offset.reset=earliest; prints TOPIC_ID id
+//   produce  BOOTSTRAP TOPIC COUNT                        COUNT records, acks=all, spread over the
+//                                                         partitions in turn; prints PRODUCED count
+//   consume  BOOTSTRAP TOPIC GROUP RELEASE_EVERY IDLE_MS  a share consumer with explicit acknowledgement:
+//                                                         RELEASEs a first delivery whose offset is a
+//                                                         multiple of RELEASE_EVERY (0: never), ACCEPTs the
+//                                                         rest; prints "ACCEPTED|RELEASED partition offset
+//                                                         deliveryCount" once its commit succeeded; exits
+//                                                         after IDLE_MS without records, or on SIGTERM
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public final class ShareTool {
+    public static void main(String[] args) throws Exception {
+        switch (args.length > 0 ? args[0] : "") {
+            case "setup" -> setup(args[1], args[2], Integer.parseInt(args[3]), Short.parseShort(args[4]), args[5]);
+            case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
+            case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]), Long.parseLong(args[5]));
+            default -> {
+                System.err.println("usage: ShareTool setup|produce|consume ...");
+                System.exit(2);
+            }
+        }
+    }
+
+    static void setup(String bootstrap, String topic, int partitions, short replicas, String group) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            admin.createTopics(List.of(new NewTopic(topic, partitions, replicas))).all().get();
+            ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, group);
+            AlterConfigOp earliest = new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
+            admin.incrementalAlterConfigs(Map.of(res, List.of(earliest))).all().get();
+            String id = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId().toString();
+            System.out.println("TOPIC_ID " + id);
+        }
+    }
+
+    static void produce(String bootstrap, String topic, int count) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", "all");
+        p.put("linger.ms", "5");
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            int partitions = producer.partitionsFor(topic).size();
+            for (int i = 0; i < count; i++) {
+                producer.send(new ProducerRecord<>(topic, i % partitions, null, "r-" + i));
+            }
+            producer.flush();
+        }
+        System.out.println("PRODUCED " + count);
+    }
+
+    static void consume(String bootstrap, String topic, String group, long releaseEvery, long idleMs) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("group.id", group);
+        p.put("share.acknowledgement.mode", "explicit");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(p);
+        AtomicBoolean stopping = new AtomicBoolean();
+        Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping.set(true);
+            consumer.wakeup();
+            try {
+                main.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        consumer.subscribe(Set.of(topic));
+        long lastRecord = System.currentTimeMillis();
+        try {
+            while (!stopping.get() && System.currentTimeMillis() - lastRecord < idleMs) {
+                ConsumerRecords<String, String> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(500));
+                } catch (WakeupException e) {
+                    break;
+                } catch (KafkaException e) {
+                    System.out.println("ERROR poll " + e);
+                    continue;
+                }
+                if (records.isEmpty()) {
+                    continue;
+                }
+                lastRecord = System.currentTimeMillis();
+                List<String> lines = new ArrayList<>();
+                for (ConsumerRecord<String, String> r : records) {
+                    int count = r.deliveryCount().orElse((short) -1);
+                    boolean release = releaseEvery > 0 && count == 1 && r.offset() % releaseEvery == 0;
+                    consumer.acknowledge(r, release ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT);
+                    lines.add((release ? "RELEASED " : "ACCEPTED ") + r.partition() + " " + r.offset() + " " + count);
+                }
+                Map<TopicIdPartition, Optional<KafkaException>> results;
+                try {
+                    results = consumer.commitSync();
+                } catch (WakeupException e) {
+                    break;
+                } catch (KafkaException e) {
+                    System.out.println("ERROR commit " + e);
+                    continue;
+                }
+                for (String line : lines) {
+                    int partition = Integer.parseInt(line.split(" ")[1]);
+                    Optional<KafkaException> failure = results.entrySet().stream()
+                        .filter(e -> e.getKey().partition() == partition)
+                        .map(Map.Entry::getValue).findFirst().orElse(Optional.empty());
+                    System.out.println(failure.isPresent() ? "FAILED " + line + " " + failure.get() : line);
+                }
+                System.out.flush();
+            }
+        } finally {
+            consumer.close(Duration.ofSeconds(10));
+            System.out.println("CLOSED");
+        }
+    }
+}
