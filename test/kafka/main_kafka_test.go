@@ -82,13 +82,13 @@ func prepare(work string) error {
 
 // system is one test's whole: a namespace, the operator, a Kafka cluster behind sidecars, clients.
 type system struct {
-	t         *testing.T
-	ns        string
-	dir       string
-	cluster   *kafkacluster.Cluster
-	clients   kafkacluster.Clients
-	operator  *exec.Cmd
-	adminKC   string
+	t        *testing.T
+	ns       string
+	dir      string
+	cluster  *kafkacluster.Cluster
+	clients  kafkacluster.Clients
+	operator *exec.Cmd
+	adminKC  string
 }
 
 type systemOptions struct {

@@ -86,6 +86,25 @@ func (c Clients) Produce(ctx context.Context, topic string, count int) error {
 	return err
 }
 
+// Leaders returns the node id leading each partition of topic (-1: none), by partition.
+func (c Clients) Leaders(ctx context.Context, topic string) (map[int32]int32, error) {
+	out, err := c.Run(ctx, "ShareTool", "leaders", c.Bootstrap, topic)
+	if err != nil {
+		return nil, err
+	}
+	leaders := map[int32]int32{}
+	for line := range strings.Lines(out) {
+		var p, id int32
+		if _, err := fmt.Sscanf(line, "LEADER %d %d", &p, &id); err == nil {
+			leaders[p] = id
+		}
+	}
+	if len(leaders) == 0 {
+		return nil, fmt.Errorf("ShareTool leaders printed none:\n%s", out)
+	}
+	return leaders, nil
+}
+
 // ShareGroups runs Kafka's kafka-share-groups.sh (ShareGroupCommand) with args.
 func (c Clients) ShareGroups(ctx context.Context, args ...string) (string, error) {
 	return c.Run(ctx, "org.apache.kafka.tools.consumer.group.ShareGroupCommand", append([]string{"--bootstrap-server", c.Bootstrap}, args...)...)

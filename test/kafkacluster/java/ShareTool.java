@@ -6,6 +6,7 @@
 //                                                         share.auto.offset.reset=earliest; prints TOPIC_ID id
 //   produce  BOOTSTRAP TOPIC COUNT                        COUNT records, acks=all, spread over the
 //                                                         partitions in turn; prints PRODUCED count
+//   leaders  BOOTSTRAP TOPIC                              prints "LEADER partition nodeId" for each partition
 //   consume  BOOTSTRAP TOPIC GROUP RELEASE_EVERY IDLE_MS  a share consumer with explicit acknowledgement:
 //                                                         RELEASEs a first delivery whose offset is a
 //                                                         multiple of RELEASE_EVERY (0: never), ACCEPTs the
@@ -43,6 +44,7 @@ public final class ShareTool {
         switch (args.length > 0 ? args[0] : "") {
             case "setup" -> setup(args[1], args[2], Integer.parseInt(args[3]), Short.parseShort(args[4]), args[5]);
             case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
+            case "leaders" -> leaders(args[1], args[2]);
             case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]), Long.parseLong(args[5]));
             default -> {
                 System.err.println("usage: ShareTool setup|produce|consume ...");
@@ -61,6 +63,18 @@ public final class ShareTool {
             admin.incrementalAlterConfigs(Map.of(res, List.of(earliest))).all().get();
             String id = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId().toString();
             System.out.println("TOPIC_ID " + id);
+        }
+    }
+
+    static void leaders(String bootstrap, String topic) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            var description = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            for (var partition : description.partitions()) {
+                int leader = partition.leader() == null ? -1 : partition.leader().id();
+                System.out.println("LEADER " + partition.partition() + " " + leader);
+            }
         }
     }
 
