@@ -128,7 +128,8 @@ func TestSharePartitionStateSpecIsImmutable(t *testing.T) {
 	}
 }
 
-// initialized creates an object and writes a first status: state epoch 3, leader epoch 5, start offset 100.
+// initialized creates an object and writes a first status: state epoch 3, leader epoch 5, start offset 100,
+// initialized once.
 func initialized(t *testing.T, ns string) *sharestatev1.SharePartitionState {
 	t.Helper()
 	ctx := context.Background()
@@ -139,7 +140,7 @@ func initialized(t *testing.T, ns string) *sharestatev1.SharePartitionState {
 	}
 	now := metav1.Now()
 	sps.Status = sharestatev1.SharePartitionStateStatus{
-		StateEpoch: 3, LeaderEpoch: 5, StartOffset: 100, DeliveryCompleteCount: 0,
+		StateEpoch: 3, LeaderEpoch: 5, StartOffset: 100, DeliveryCompleteCount: 0, InitializeCount: 1,
 		StateBatches: []sharestatev1.StateBatch{"100-109/2/1", "110/0/2"},
 		CreateTime:   &now, WriteTime: &now,
 	}
@@ -165,11 +166,23 @@ func TestSharePartitionStateStatusValidation(t *testing.T) {
 			s.StateEpoch, s.StartOffset, s.StateBatches = 4, 0, nil
 		}, nil},
 		{"reset to unset start offset", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -1 }, nil},
+		// Kafka's coordinator re-initializes at an equal state epoch (semantics §5): the raised
+		// initializeCount sanctions the lower start offset.
+		{"reset lowers start offset at an equal state epoch with a higher initializeCount", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.InitializeCount, s.StartOffset, s.StateBatches = 2, 0, nil
+		}, nil},
+		{"reset to unset start offset at an equal state epoch", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.InitializeCount, s.StartOffset = 2, -1
+		}, nil},
+		{"lowered initializeCount", func(s *sharestatev1.SharePartitionStateStatus) { s.InitializeCount = 0 }, []string{"status.initializeCount may not be lowered"}},
+		{"lowered initializeCount cannot sanction a lower start offset", func(s *sharestatev1.SharePartitionStateStatus) {
+			s.InitializeCount, s.StartOffset = 0, 99
+		}, []string{"status.initializeCount may not be lowered", "status.startOffset of an initialized state may be lowered only by a reset"}},
 		{"lowered state epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch = 2 }, []string{"status.stateEpoch may not be lowered"}},
 		{"lowered leader epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.LeaderEpoch = 4 }, []string{"status.leaderEpoch may not be lowered"}},
 		// semantics §5: a reset keeps the leader-epoch fence.
 		{"a reset does not lower the leader epoch", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.LeaderEpoch = 4, 0 }, []string{"status.leaderEpoch may not be lowered"}},
-		{"lowered start offset without a reset", func(s *sharestatev1.SharePartitionStateStatus) { s.StartOffset = 99 }, []string{"status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch"}},
+		{"lowered start offset without a reset", func(s *sharestatev1.SharePartitionStateStatus) { s.StartOffset = 99 }, []string{"status.startOffset of an initialized state may be lowered only by a reset"}},
 		{"start offset below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -2 }, []string{"status.startOffset"}},
 		{"delivery complete count below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.DeliveryCompleteCount = -2 }, []string{"status.deliveryCompleteCount"}},
 		{"malformed batch: text", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"abc"} }, []string{"status.stateBatches[0]", "should match"}},

@@ -94,7 +94,7 @@ type LeaderRef struct {
 // SharePartitionStateStatus is the persisted share-partition state (semantics §5) and what the operator
 // observed of it. The persister writes the state fields; the operator writes conditions and raises
 // stateEpoch to fence a stale leader.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.createTime) || self.startOffset >= oldSelf.startOffset || self.stateEpoch > oldSelf.stateEpoch",message="status.startOffset of an initialized state may be lowered only together with a higher status.stateEpoch (a reset)",fieldPath=".startOffset"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.createTime) || self.startOffset >= oldSelf.startOffset || self.stateEpoch > oldSelf.stateEpoch || self.initializeCount > oldSelf.initializeCount",message="status.startOffset of an initialized state may be lowered only by a reset: together with a higher status.stateEpoch or a higher status.initializeCount",fieldPath=".startOffset"
 type SharePartitionStateStatus struct {
 	// stateEpoch is the version of the state. Only Initialize and the operator's fencing raise it; a
 	// writer holding an older one is answered FENCED_STATE_EPOCH. It never goes down.
@@ -105,8 +105,8 @@ type SharePartitionStateStatus struct {
 	StateEpoch int32 `json:"stateEpoch"`
 
 	// leaderEpoch is the highest partition leader epoch that has Read the state. A caller with a lower
-	// one is answered FENCED_LEADER_EPOCH. It never goes down: a reset (Initialize at a higher
-	// stateEpoch) keeps it, so a leader fenced before the reset stays fenced after it.
+	// one is answered FENCED_LEADER_EPOCH. It never goes down: a reset (Initialize at an equal or
+	// higher stateEpoch) keeps it, so a leader fenced before the reset stays fenced after it.
 	// +optional
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
@@ -115,7 +115,8 @@ type SharePartitionStateStatus struct {
 
 	// startOffset is the first offset still tracked; every offset below it is done. -1 means not set
 	// yet (the leader applies share.auto.offset.reset). Once the state is initialized (createTime is
-	// set) it goes down only with a higher stateEpoch; before that it means nothing.
+	// set) it goes down only through a reset, with a higher stateEpoch or initializeCount; before
+	// that it means nothing.
 	// +optional
 	// +kubebuilder:default=-1
 	// +kubebuilder:validation:Minimum=-1
@@ -126,6 +127,16 @@ type SharePartitionStateStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=-1
 	DeliveryCompleteCount int32 `json:"deliveryCompleteCount"`
+
+	// initializeCount counts the fresh states Initialize has written into this object. Kafka's share
+	// coordinator re-initializes a state at an equal state epoch (an offset reset while the group's
+	// epoch has not moved), and the raised count is what lets such a reset lower startOffset. It
+	// never goes down.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="status.initializeCount may not be lowered"
+	InitializeCount int64 `json:"initializeCount"`
 
 	// stateBatches are the in-flight records' states above startOffset, sorted by first offset and
 	// non-overlapping. Offsets no batch covers have not been delivered yet.

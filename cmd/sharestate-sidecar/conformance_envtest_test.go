@@ -46,14 +46,18 @@ func TestInitialize(t *testing.T) {
 		t.Fatalf("a fresh state with no start offset: %+v", s)
 	}
 
-	// At an equal state epoch Initialize keeps the state (a retry must not wipe progress).
+	// At an equal state epoch Initialize writes a fresh state over the progress, as Kafka's coordinator
+	// does (it fences only a lower state epoch): the start offset goes down, the leader epoch stays.
 	expectCode(t, "read", k.read("g", 0, 1).ErrorCode, nil, errNone)
 	w := k.write("g", writeOf(1, 1, 100, 1, batch{100, 104, 2, 1}))
 	expectCode(t, "write", w.ErrorCode, w.ErrorMessage, errNone)
 	r = k.initialize("g", 0, 1, 5)
 	expectCode(t, "initialize again at the same epoch", r.ErrorCode, r.ErrorMessage, errNone)
-	if got := k.read("g", 0, 1); got.StartOffset != 100 || len(got.StateBatches) != 1 {
-		t.Fatalf("an idempotent Initialize changed the state: %+v", got)
+	if got := k.read("g", 0, 1); got.StateEpoch != 1 || got.StartOffset != 5 || len(got.StateBatches) != 0 {
+		t.Fatalf("Initialize at an equal state epoch kept the old state: %+v", got)
+	}
+	if s := k.summary("g", 0, 0); s.LeaderEpoch != 1 || s.DeliveryCompleteCount != 0 {
+		t.Fatalf("Initialize at an equal state epoch: %+v", s)
 	}
 	r = k.initialize("g", 0, 0, 0)
 	expectCode(t, "initialize at an older state epoch", r.ErrorCode, r.ErrorMessage, errFencedState)

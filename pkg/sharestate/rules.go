@@ -182,28 +182,26 @@ func CheckInitializeInput(topic TopicID, p InitializePartition) Outcome {
 // (our choice: Kafka's coordinator accepts any state epoch; semantics §5, §9).
 const MaxStateEpoch int32 = math.MaxInt32
 
-// ApplyInitialize is Initialize on a stored state (nil: none). reset says a fresh state replaces the
-// stored one; at an equal state epoch the stored state is kept and nothing is written. The fresh state
-// keeps the stored leader epoch (semantics §5): a leader fenced before the reset stays fenced after it, as
-// Kafka's coordinator keeps the highest leader epoch it has seen until the state is deleted.
-func ApplyInitialize(stored *State, p InitializePartition, known bool) (next State, reset bool, o Outcome) {
+// ApplyInitialize is Initialize on a stored state (nil: none). On success a fresh state replaces the
+// stored one, at an equal state epoch as at a higher one, as Kafka's share coordinator writes one
+// whenever the stored state epoch is not above the request's (semantics §5). The fresh state keeps the
+// stored leader epoch: a leader fenced before the reset stays fenced after it, as Kafka's coordinator
+// keeps the highest leader epoch it has seen until the state is deleted.
+func ApplyInitialize(stored *State, p InitializePartition, known bool) (next State, o Outcome) {
 	if stored != nil && stored.StateEpoch > p.StateEpoch {
-		return *stored, false, Fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
+		return *stored, Fail(ErrFencedStateEpoch, "state epoch %d is older than the stored %d", p.StateEpoch, stored.StateEpoch)
 	}
 	if !known {
 		if stored != nil {
-			return *stored, false, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
+			return *stored, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
 		}
-		return State{}, false, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
-	}
-	if stored != nil && stored.StateEpoch == p.StateEpoch {
-		return *stored, false, Outcome{}
+		return State{}, Fail(ErrUnknownTopicOrPartition, "partition %d is not declared by the share group", p.Partition)
 	}
 	next = FreshState(p.StateEpoch, p.StartOffset)
 	if stored != nil {
 		next.LeaderEpoch = stored.LeaderEpoch
 	}
-	return next, true, Outcome{}
+	return next, Outcome{}
 }
 
 // FreshState is the state Initialize creates where there was none (semantics §5): leader epoch 0. A reset

@@ -122,26 +122,78 @@ func TestApplyRead(t *testing.T) {
 }
 
 func TestApplyInitialize(t *testing.T) {
-	stored := &State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 10}
-	if _, _, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 1}, false); o.Code != ErrFencedStateEpoch {
-		t.Errorf("older state epoch beats unknown: %s", o.Code)
+	progressed := &State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 10, DeliveryCompleteCount: 4,
+		Batches: []StateBatch{{FirstOffset: 10, LastOffset: 19, DeliveryState: DeliveryStateAcknowledged, DeliveryCount: 1}}}
+	tests := []struct {
+		name   string
+		stored *State
+		in     InitializePartition
+		known  bool
+		want   ErrorCode
+		next   State // the state after it; on an error, the stored one
+	}{
+		{"older state epoch beats unknown", progressed, InitializePartition{StateEpoch: 1}, false, ErrFencedStateEpoch, *progressed},
+		{"unknown partition", progressed, InitializePartition{StateEpoch: 2}, false, ErrUnknownTopicOrPartition, *progressed},
+		{"unknown partition without state", nil, InitializePartition{StateEpoch: 2}, false, ErrUnknownTopicOrPartition, State{}},
+		// Kafka's coordinator fences only a lower state epoch and writes a fresh state at an equal one
+		// (semantics §5): the progress is gone, the start offset may go down, the leader-epoch fence stays.
+		{"equal state epoch, lower start offset", progressed, InitializePartition{StateEpoch: 2, StartOffset: 0}, true, ErrNone,
+			State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 0, DeliveryCompleteCount: 0}},
+		{"equal state epoch, same start offset", progressed, InitializePartition{StateEpoch: 2, StartOffset: 10}, true, ErrNone,
+			State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: 10, DeliveryCompleteCount: 0}},
+		{"equal state epoch, start offset unset", progressed, InitializePartition{StateEpoch: 2, StartOffset: -1}, true, ErrNone,
+			State{StateEpoch: 2, LeaderEpoch: 3, StartOffset: -1, DeliveryCompleteCount: -1}},
+		{"higher state epoch", progressed, InitializePartition{StateEpoch: 3, StartOffset: -1}, true, ErrNone,
+			State{StateEpoch: 3, LeaderEpoch: 3, StartOffset: -1, DeliveryCompleteCount: -1}},
+		{"no state: leader epoch 0", nil, InitializePartition{StateEpoch: 3}, true, ErrNone, State{StateEpoch: 3}},
+		{"no state, a set start offset starts the count at 0", nil, InitializePartition{StateEpoch: 0, StartOffset: 5}, true, ErrNone,
+			State{StartOffset: 5}},
 	}
-	if _, _, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 2}, false); o.Code != ErrUnknownTopicOrPartition {
-		t.Errorf("unknown: %s", o.Code)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, o := ApplyInitialize(tt.stored, tt.in, tt.known)
+			if o.Code != tt.want {
+				t.Fatalf("got %s %q, want %s", o.Code, o.Message, tt.want)
+			}
+			if !sameState(next, tt.next) {
+				t.Fatalf("got %+v, want %+v", next, tt.next)
+			}
+		})
 	}
-	if next, reset, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 2, StartOffset: 0}, true); !o.OK() || reset || next.StartOffset != 10 {
-		t.Errorf("equal state epoch must keep the state: %v %v %+v", o, reset, next)
+}
+
+// Two offset resets in a row at the group's unchanged epoch, as Kafka's group coordinator sends them
+// (alterShareGroupOffsets initializes at the group epoch), each start a fresh state.
+func TestInitializeTwiceAtOneStateEpoch(t *testing.T) {
+	const epoch = 4
+	st, o := ApplyInitialize(nil, InitializePartition{StateEpoch: epoch, StartOffset: -1}, true)
+	if !o.OK() {
+		t.Fatal(o)
 	}
-	next, reset, o := ApplyInitialize(stored, InitializePartition{StateEpoch: 3, StartOffset: -1}, true)
-	if !o.OK() || !reset || next.StateEpoch != 3 || next.LeaderEpoch != 3 || next.StartOffset != -1 || next.DeliveryCompleteCount != -1 {
-		t.Errorf("reset (keeping the leader epoch, semantics §5): %v %v %+v", o, reset, next)
+	if st, _, o = ApplyRead(&st, ReadPartition{LeaderEpoch: 7}, true); !o.OK() {
+		t.Fatal(o)
 	}
-	if next, _, _ := ApplyInitialize(nil, InitializePartition{StateEpoch: 3}, true); next.LeaderEpoch != 0 {
-		t.Errorf("a new state starts at leader epoch 0: %+v", next)
+	// Each reset goes below the progress written since the last one.
+	for i, start := range []int64{100, 40} {
+		if st, o = ApplyWrite(&st, WritePartition{StateEpoch: epoch, LeaderEpoch: 7, StartOffset: 200, DeliveryCompleteCount: 2,
+			StateBatches: []StateBatch{{FirstOffset: 200, LastOffset: 209, DeliveryState: DeliveryStateAcknowledged, DeliveryCount: 1}}},
+			true, DefaultLimits); !o.OK() || st.StartOffset != 200 || len(st.Batches) != 1 {
+			t.Fatalf("write %d: %v %+v", i, o, st)
+		}
+		if st, o = ApplyInitialize(&st, InitializePartition{StateEpoch: epoch, StartOffset: start}, true); !o.OK() {
+			t.Fatalf("reset %d: %v", i, o)
+		}
+		want := State{StateEpoch: epoch, LeaderEpoch: 7, StartOffset: start}
+		if !sameState(st, want) {
+			t.Fatalf("reset %d to %d: got %+v, want %+v", i, start, st, want)
+		}
 	}
-	if next, _, _ := ApplyInitialize(nil, InitializePartition{StateEpoch: 0, StartOffset: 5}, true); next.DeliveryCompleteCount != 0 {
-		t.Errorf("a set start offset starts the count at 0: %+v", next)
-	}
+}
+
+// sameState compares two states, batches included.
+func sameState(a, b State) bool {
+	return a.StateEpoch == b.StateEpoch && a.LeaderEpoch == b.LeaderEpoch && a.StartOffset == b.StartOffset &&
+		a.DeliveryCompleteCount == b.DeliveryCompleteCount && equalBatches(a.Batches, b.Batches)
 }
 
 func TestCheckInitializeInputAndSummary(t *testing.T) {

@@ -86,9 +86,7 @@ func (s *fakeStore) Initialize(_ context.Context, req sharestate.InitializeReque
 		o := sharestate.CheckInitializeInput(key.TopicID, p)
 		if o.OK() {
 			var next sharestate.State
-			var reset bool
-			next, reset, o = sharestate.ApplyInitialize(s.states[key], p, !s.unknown[key])
-			if o.OK() && reset {
+			if next, o = sharestate.ApplyInitialize(s.states[key], p, !s.unknown[key]); o.OK() {
 				s.states[key] = &next
 			}
 		}

@@ -73,7 +73,7 @@ func linExpect(st *sharestate.State, in linInput) (*sharestate.State, linOutput)
 	case opInitialize:
 		if o = sharestate.CheckInitializeInput(linTopicID, in.init); o.OK() {
 			var next sharestate.State
-			if next, _, o = sharestate.ApplyInitialize(st, in.init, true); o.OK() {
+			if next, o = sharestate.ApplyInitialize(st, in.init, true); o.OK() {
 				return &next, linOutput{}
 			}
 		}

@@ -33,16 +33,16 @@ func (p *Persister) initialize(ctx context.Context, group string, topic sharesta
 	compute := func(obj *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 		stored, err := stateOf(obj)
 		if err != nil {
-			// A reset at a higher state epoch is how an admin recovers a corrupt state: only the
-			// stored state epoch matters to Initialize, and the batches are thrown away.
-			if obj.Status.StateEpoch >= in.StateEpoch {
+			// A reset is how an admin recovers a corrupt state: only the stored state epoch matters
+			// to Initialize, and the batches are thrown away.
+			if obj.Status.StateEpoch > in.StateEpoch {
 				return nil, err
 			}
 			stored = &sharestate.State{StateEpoch: obj.Status.StateEpoch, LeaderEpoch: obj.Status.LeaderEpoch}
 		}
-		next, reset, o := sharestate.ApplyInitialize(stored, in, known)
+		next, o := sharestate.ApplyInitialize(stored, in, known)
 		outcome = o
-		if !o.OK() || !reset {
+		if !o.OK() {
 			return nil, nil
 		}
 		if obj == nil {
@@ -50,6 +50,9 @@ func (p *Persister) initialize(ctx context.Context, group string, topic sharesta
 		}
 		write := obj.DeepCopy()
 		resetState(write, next, p.now())
+		// The raised count is what lets the schema take a start offset lowered at an equal state
+		// epoch: Kafka re-initializes there too (semantics §5, §9).
+		write.Status.InitializeCount++
 		return write, nil
 	}
 	s := p.slots.get(key)

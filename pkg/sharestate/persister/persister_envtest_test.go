@@ -58,15 +58,8 @@ func TestInitialize(t *testing.T) {
 		t.Fatalf("owner %+v labels %v, want the ShareGroup %s", obj.OwnerReferences, obj.Labels, sg.UID)
 	}
 
-	// Progress made at epoch 2 survives a retried Initialize at epoch 2, whatever its start offset.
 	expectCode(t, "read", read(t, p, "Orders.EU", 0, 1).PartitionResult, sharestate.ErrNone)
 	expectCode(t, "write", write(t, p, "Orders.EU", writeOf(2, 1, 105, acked(105, 107))), sharestate.ErrNone)
-	expectCode(t, "initialize again at the same epoch", initialize(t, p, "Orders.EU", 0, 2, 0), sharestate.ErrNone)
-	r := read(t, p, "Orders.EU", 0, 1)
-	if r.StartOffset != 105 || len(r.StateBatches) != 1 {
-		t.Fatalf("idempotent Initialize wiped progress: %+v", r)
-	}
-
 	expectCode(t, "initialize at an older epoch", initialize(t, p, "Orders.EU", 0, 1, 0), sharestate.ErrFencedStateEpoch)
 
 	// A higher state epoch resets everything, the start offset included, even downwards; the leader
@@ -90,6 +83,37 @@ func TestInitialize(t *testing.T) {
 	zeroTopic := sharestate.InitializeRequest{GroupID: "Orders.EU", Topics: []sharestate.TopicData[sharestate.InitializePartition]{{Partitions: []sharestate.InitializePartition{{StateEpoch: 1}}}}}
 	expectCode(t, "zero topic id", only(t, p.Initialize(context.Background(), zeroTopic)), sharestate.ErrInvalidRequest)
 	expectCode(t, "empty group", initialize(t, p, "", 0, 1, 0), sharestate.ErrInvalidRequest)
+}
+
+// Two offset resets in a row at the group's unchanged epoch, as Kafka's group coordinator sends them
+// (semantics §5): each writes a fresh state over the progress, the start offset going down included,
+// and keeps the leader epoch.
+func TestResetTwiceAtOneStateEpoch(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	p := newPersister(t, ns, 1)
+
+	expectCode(t, "first initialize", initialize(t, p, "Orders.EU", 0, 2, 100), sharestate.ErrNone)
+	expectCode(t, "read", read(t, p, "Orders.EU", 0, 1).PartitionResult, sharestate.ErrNone)
+	for i, start := range []int64{50, 0} {
+		expectCode(t, "write", write(t, p, "Orders.EU", writeOf(2, 1, 105, acked(105, 107))), sharestate.ErrNone)
+		before := getObject(t, ns, "Orders.EU", 0)
+		if before.Status.StartOffset != 105 || len(before.Status.StateBatches) != 1 || before.Status.Leader == nil {
+			t.Fatalf("reset %d: before it %+v", i, before.Status)
+		}
+		expectCode(t, "initialize again at the same epoch", initialize(t, p, "Orders.EU", 0, 2, start), sharestate.ErrNone)
+		st := getObject(t, ns, "Orders.EU", 0).Status
+		if st.StateEpoch != 2 || st.LeaderEpoch != 1 || st.StartOffset != start || st.DeliveryCompleteCount != 0 ||
+			len(st.StateBatches) != 0 || st.Leader != nil || st.WriteCount != 0 || st.InitializeCount != before.Status.InitializeCount+1 {
+			t.Fatalf("reset %d to %d: %+v", i, start, st)
+		}
+		if r := read(t, p, "Orders.EU", 0, 1); r.StartOffset != start || len(r.StateBatches) != 0 {
+			t.Fatalf("reset %d to %d, read: %+v", i, start, r)
+		}
+	}
+	if c := getObject(t, ns, "Orders.EU", 0).Status.InitializeCount; c != 3 {
+		t.Fatalf("initializeCount %d after three Initializes, want 3", c)
+	}
 }
 
 func TestReadAndWrite(t *testing.T) {
@@ -295,8 +319,8 @@ func TestStaleCacheIsFencedByStateEpoch(t *testing.T) {
 	expectCode(t, "write at the new epoch", write(t, p, "g", writeOf(2, 1, 0, acked(1, 1))), sharestate.ErrNone)
 }
 
-// A stored object whose batches are corrupt is reported, never used; a reset at a higher state epoch
-// recovers it.
+// A stored object whose batches are corrupt is reported, never used; a reset, even at the stored state
+// epoch, recovers it.
 func TestCorruptStoredStateIsReported(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
@@ -316,7 +340,8 @@ func TestCorruptStoredStateIsReported(t *testing.T) {
 		t.Fatalf("the corrupt state was overwritten: %v", got)
 	}
 	expectCode(t, "summary still answers", summary(t, p, "g", 0).PartitionResult, sharestate.ErrNone)
-	expectCode(t, "reset", initialize(t, p, "g", 0, 2, 0), sharestate.ErrNone)
+	expectCode(t, "reset at an older state epoch", initialize(t, p, "g", 0, 0, 0), sharestate.ErrUnknownServerError)
+	expectCode(t, "reset at the stored state epoch", initialize(t, p, "g", 0, 1, 0), sharestate.ErrNone)
 	expectCode(t, "read after reset", read(t, p, "g", 0, 0).PartitionResult, sharestate.ErrNone)
 }
 
