@@ -117,15 +117,46 @@ func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *sharestatev1.
 	return nil
 }
 
-// initializeTargets initializes every target at the reset's epoch, then checks on the API server that
-// each was reset by this reset (created at or after its start) and not overtaken by a higher epoch.
+// initializeTargets initializes at the reset's epoch every target this reset has not reset yet, then
+// checks on the API server that each was reset by this reset and not overtaken by a higher epoch. A
+// target already reset is left alone: an Initialize at an equal state epoch writes a fresh state, as
+// Kafka's does (semantics §5), and would wipe what a leader wrote since (a pass retried after its
+// completion was not recorded).
 func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *sharestatev1.ShareGroup, targets []sharestatev1.ResetTarget) error {
 	reset := sg.Status.LastOffsetReset
+	partitions, err := r.livePartitions(ctx, sg)
+	if err != nil {
+		return err
+	}
+	if pending := pendingTargets(string(sg.Spec.GroupID), targets, partitions, reset); len(pending) > 0 {
+		if err := r.initializePending(ctx, sg, pending, reset.StateEpoch); err != nil {
+			return err
+		}
+		if partitions, err = r.livePartitions(ctx, sg); err != nil {
+			return err
+		}
+	}
+	byName := partitionsByName(partitions)
+	for _, t := range targets {
+		obj := byName[sharestatev1.SharePartitionStateName(string(sg.Spec.GroupID), string(t.TopicID), t.Partition)]
+		if obj == nil || obj.Status.CreateTime == nil {
+			return fmt.Errorf("partition %d of topic %s is not initialized after the reset", t.Partition, t.TopicID)
+		}
+		if !resetBy(obj, reset) {
+			return fmt.Errorf("partition %d of topic %s is at state epoch %d since %s: %w", t.Partition, t.TopicID,
+				obj.Status.StateEpoch, obj.Status.CreateTime, errResetOvertaken)
+		}
+	}
+	return nil
+}
+
+// initializePending initializes the targets at the reset's epoch with their new start offsets.
+func (r *ShareGroupReconciler) initializePending(ctx context.Context, sg *sharestatev1.ShareGroup, targets []sharestatev1.ResetTarget, epoch int32) error {
 	persister, err := r.persisters.forNamespace(sg.Namespace)
 	if err != nil {
 		return err
 	}
-	req, err := initializeRequest(string(sg.Spec.GroupID), targets, reset.StateEpoch)
+	req, err := initializeRequest(string(sg.Spec.GroupID), targets, epoch)
 	if err != nil {
 		return err
 	}
@@ -141,25 +172,37 @@ func (r *ShareGroupReconciler) initializeTargets(ctx context.Context, sg *shares
 			}
 		}
 	}
-	partitions, err := r.livePartitions(ctx, sg)
-	if err != nil {
-		return err
+	return nil
+}
+
+// pendingTargets are the targets of the group's reset whose partition it has not reset yet, as the API
+// server has the partitions.
+func pendingTargets(group string, targets []sharestatev1.ResetTarget, partitions []sharestatev1.SharePartitionState,
+	reset *sharestatev1.OffsetResetStatus) []sharestatev1.ResetTarget {
+	byName := partitionsByName(partitions)
+	var pending []sharestatev1.ResetTarget
+	for _, t := range targets {
+		obj := byName[sharestatev1.SharePartitionStateName(group, string(t.TopicID), t.Partition)]
+		if obj == nil || !resetBy(obj, reset) {
+			pending = append(pending, t)
+		}
 	}
+	return pending
+}
+
+// resetBy reports whether the partition holds a state that the reset initialized: one at its state
+// epoch created at or after its start. The reset's epoch is above every epoch the partitions had when it
+// started, so no older state has it.
+func resetBy(obj *sharestatev1.SharePartitionState, reset *sharestatev1.OffsetResetStatus) bool {
+	return obj.Status.CreateTime != nil && obj.Status.StateEpoch == reset.StateEpoch && !obj.Status.CreateTime.Before(reset.StartTime)
+}
+
+func partitionsByName(partitions []sharestatev1.SharePartitionState) map[string]*sharestatev1.SharePartitionState {
 	byName := make(map[string]*sharestatev1.SharePartitionState, len(partitions))
 	for i := range partitions {
 		byName[partitions[i].Name] = &partitions[i]
 	}
-	for _, t := range targets {
-		obj := byName[sharestatev1.SharePartitionStateName(string(sg.Spec.GroupID), string(t.TopicID), t.Partition)]
-		if obj == nil || obj.Status.CreateTime == nil {
-			return fmt.Errorf("partition %d of topic %s is not initialized after the reset", t.Partition, t.TopicID)
-		}
-		if obj.Status.StateEpoch != reset.StateEpoch || obj.Status.CreateTime.Before(reset.StartTime) {
-			return fmt.Errorf("partition %d of topic %s is at state epoch %d since %s: %w", t.Partition, t.TopicID,
-				obj.Status.StateEpoch, obj.Status.CreateTime, errResetOvertaken)
-		}
-	}
-	return nil
+	return byName
 }
 
 func initializeRequest(group string, targets []sharestatev1.ResetTarget, epoch int32) (sharestate.InitializeRequest, error) {
