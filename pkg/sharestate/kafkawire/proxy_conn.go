@@ -21,6 +21,9 @@ const (
 	closedUpstreamDial   = "upstream_dial_error"
 	closedUpstreamClosed = "upstream_closed"
 	closedUpstreamError  = "upstream_protocol_error"
+	// closedUpstreamAuthenticated: the upstream of a connection that authenticated through it ended
+	// with nothing owed; the answers owed were written first (proxy_upstream.go).
+	closedUpstreamAuthenticated = "upstream_closed_authenticated"
 	// closedUnauthenticated: a share-state request before SASL authentication (RequireAuthentication).
 	closedUnauthenticated = "unauthenticated"
 	// closedSASLHandshakeV0: SaslHandshake v0, whose SASL tokens would follow without request headers.
@@ -40,15 +43,28 @@ var errSASLHandshakeV0 = errors.New("SaslHandshake v0 is not supported: after it
 // order and, for each entry, streams the upstream's response to the downstream or writes the local
 // answer once it is ready, so a quick local answer waits behind slower upstream ones. The writer
 // alone reads the upstream: while nothing is owed it waits there too, so it learns of an upstream
-// that closes while nothing is in flight (watchIdleUpstream).
+// that closes while nothing is in flight (watchIdleUpstream). Such an upstream is replaced by a new
+// one when the next request must be forwarded (proxy_upstream.go): so send and recv, the upstream
+// each goroutine uses, differ between the re-dial and the writer's first read of the new one.
 type proxyConn struct {
-	p        *Proxy
-	down, up net.Conn
+	p    *Proxy
+	down net.Conn
 
 	downR *bufio.Reader // the reader's
-	upW   *bufio.Writer // the reader's
-	upR   *bufio.Reader // the writer's
 	downW *bufio.Writer // the writer's
+	send  *upstream     // the reader's: where requests are forwarded
+	recv  *upstream     // the writer's: where responses are read
+	// recvEnded (the writer's): recv ended; the writer no longer watches it (upstreamEnded).
+	recvEnded bool
+
+	// upMu orders the writer's verdict on an upstream's end against the reader's forwarding.
+	upMu sync.Mutex
+	// newest is the last upstream dialled: the one closeBoth closes.
+	newest *upstream
+	// upEnded: newest ended with nothing owed; the next forwarded request dials again.
+	upEnded bool
+	// forwardedOwed counts the forwarded requests whose responses the writer has not yet read.
+	forwardedOwed int
 
 	queue chan owed
 	// owedCount is the responses queued and not yet written: a connection is idle only without any.
@@ -57,9 +73,10 @@ type proxyConn struct {
 
 	// watchMu orders the writer's wait on the idle upstream against the reader's wake-ups.
 	watchMu    sync.Mutex
-	watching   bool // the writer waits on the upstream with nothing owed
-	woken      bool // the reader expired the upstream's read deadline to wake it
-	queueEnded bool // the queue is closed
+	watching   bool     // the writer waits on the upstream with nothing owed
+	watched    net.Conn // the upstream it waits on
+	woken      bool     // the reader expired the upstream's read deadline to wake it
+	queueEnded bool     // the queue is closed
 
 	// authenticated is set by the writer once the upstream accepted a SaslAuthenticate, before the
 	// client sees that answer: a client sends its next request only after it, so the reader sees it.
@@ -69,6 +86,8 @@ type proxyConn struct {
 	mu        sync.Mutex // orders stopReading against the reader's deadline changes
 	stopping  bool
 	inFrame   bool
+	// stopReason names why the reader was stopped: a shutdown unless stopReadingFor says otherwise.
+	stopReason string
 }
 
 // owed is a response owed to the downstream, in request order: the upstream's response to
@@ -78,14 +97,16 @@ type owed struct {
 	key     int16
 	version int16
 	local   *exchange
+	// up is the upstream a forwarded request went to (nil for a local answer).
+	up *upstream
 }
 
 func newProxyConn(p *Proxy, down, up net.Conn) *proxyConn {
 	timeout := p.opts.IdleTimeout
+	u := newUpstream(up, timeout)
 	return &proxyConn{
-		p: p, down: down, up: up,
-		downR: bufio.NewReaderSize(down, 64<<10), upW: bufio.NewWriterSize(deadlineWriter{up, timeout}, 64<<10),
-		upR: bufio.NewReaderSize(up, 64<<10), downW: bufio.NewWriterSize(deadlineWriter{down, timeout}, 64<<10),
+		p: p, down: down, send: u, recv: u, newest: u,
+		downR: bufio.NewReaderSize(down, 64<<10), downW: bufio.NewWriterSize(deadlineWriter{down, timeout}, 64<<10),
 		queue:  make(chan owed, p.opts.MaxInFlightPerConnection),
 		closed: make(chan struct{}),
 	}
@@ -99,7 +120,10 @@ func (c *proxyConn) closeBoth() bool {
 		closedNow = true
 		close(c.closed)
 		_ = c.down.Close()
-		_ = c.up.Close()
+		// Under upMu: an upstream dialled again meanwhile is either closed here, or sees c.closed.
+		c.upMu.Lock()
+		_ = c.newest.conn.Close()
+		c.upMu.Unlock()
 	})
 	return closedNow
 }
@@ -158,7 +182,7 @@ func (c *proxyConn) readLoop() (reason string, drain bool) {
 			var r *refusal
 			if errors.As(err, &r) {
 				// The requests forwarded before it are answered before the close: they must leave.
-				_ = c.upW.Flush() // an error ends the upstream, which the writer sees
+				_ = c.send.w.Flush() // an error ends the upstream, which the writer sees
 				return c.refuse(r), true
 			}
 			return c.readFailure(err)
@@ -173,7 +197,7 @@ func isShareStateKey(key int16) bool {
 // waitForFrame waits until the downstream's next frame begins, flushing what was forwarded first.
 func (c *proxyConn) waitForFrame() error {
 	if c.downR.Buffered() == 0 {
-		if err := c.upW.Flush(); err != nil {
+		if err := c.send.w.Flush(); err != nil {
 			return fmt.Errorf("%w: %w", errWrite, err)
 		}
 	}
@@ -225,11 +249,14 @@ func (c *proxyConn) forward(length int64, key, version int16, corrID int32) erro
 			return &refusal{reason: closedMalformed, api: "Produce", err: err}
 		}
 	}
+	if err := c.claimUpstream(respond); err != nil {
+		return err
+	}
 	if respond {
-		c.push(owed{corrID: corrID, key: key, version: version})
+		c.push(owed{corrID: corrID, key: key, version: version, up: c.send})
 	}
 	c.p.metrics.request(key, routeForwarded)
-	n, err := copyFrame(c.upW, c.downR, length)
+	n, err := copyFrame(c.send.w, c.downR, length)
 	c.p.metrics.bytesToUpstream.Add(float64(n))
 	if err != nil {
 		return fmt.Errorf("forwarding a request upstream: %w", unexpected(err))
@@ -282,7 +309,7 @@ func (c *proxyConn) answerLocally(key int16) error {
 	}
 	// What was forwarded before leaves now: this request may wait for the byte budget or its bytes,
 	// and the upstream's answers to the earlier requests must not wait with it.
-	if err := c.upW.Flush(); err != nil {
+	if err := c.send.w.Flush(); err != nil {
 		return fmt.Errorf("%w: %w", errWrite, err)
 	}
 	size, err := c.peekSize()
@@ -341,7 +368,7 @@ func (c *proxyConn) push(pd owed) {
 		return
 	default:
 	}
-	_ = c.upW.Flush() // an error shows on the next write
+	_ = c.send.w.Flush() // an error shows on the next write
 	c.queue <- pd
 }
 
@@ -369,9 +396,16 @@ func (c *proxyConn) enterFrame() error {
 }
 
 // stopReading makes the reader stop before its next frame: at once when it is waiting for one.
-func (c *proxyConn) stopReading() {
+func (c *proxyConn) stopReading() { c.stopReadingFor(closedShutdown) }
+
+// stopReadingFor stops the reader as stopReading does, the connection to be closed for reason once
+// the responses owed are written. The first reason given stands.
+func (c *proxyConn) stopReadingFor(reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.stopping {
+		c.stopReason = reason
+	}
 	c.stopping = true
 	if !c.inFrame {
 		_ = c.down.SetReadDeadline(time.Now())
@@ -380,6 +414,16 @@ func (c *proxyConn) stopReading() {
 
 // closeNow closes both connections at once: a shutdown whose time is up.
 func (c *proxyConn) closeNow() { c.closeBoth() }
+
+// stoppedFor names why the reader was stopped.
+func (c *proxyConn) stoppedFor() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopReason == "" {
+		return closedShutdown
+	}
+	return c.stopReason
+}
 
 func (c *proxyConn) isStopping() bool {
 	c.mu.Lock()
@@ -394,7 +438,13 @@ func (c *proxyConn) readFailure(err error) (string, bool) {
 	case errors.Is(err, io.EOF):
 		return closedByPeer, false
 	case errors.Is(err, errStopping):
-		return closedShutdown, true
+		return c.stoppedFor(), true
+	case errors.Is(err, errUpstreamAuthenticated):
+		return closedUpstreamAuthenticated, true
+	case errors.Is(err, errRedial):
+		c.p.log.Info("Connecting to the upstream again failed; closed the downstream connection after the answers owed",
+			"remote", c.down.RemoteAddr().String(), "upstream", c.p.opts.Upstream, "error", err.Error())
+		return closedUpstreamDial, true
 	case errors.Is(err, errWrite):
 		c.p.log.V(1).Info("Writing to the upstream failed", "remote", c.down.RemoteAddr().String(), "error", err.Error())
 		return closedUpstreamClosed, false

@@ -25,6 +25,8 @@ type proxyMetrics struct {
 	inFlight           prometheus.Gauge
 	bytesToUpstream    prometheus.Counter
 	bytesFromUpstream  prometheus.Counter
+	// upstreamRedials counts upstream connections dialled again after one ended with nothing owed.
+	upstreamRedials prometheus.Counter
 
 	// counters caches requestsTotal's children by route and key: the per-request cost is a map read.
 	counters sync.Map // counterKey -> prometheus.Counter
@@ -61,6 +63,10 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 			Name: "sharestate_proxy_requests_in_flight",
 			Help: "Requests read and not yet responded to, over all connections.",
 		}),
+		upstreamRedials: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sharestate_proxy_upstream_redials_total",
+			Help: "Upstream connections dialled again for a forwarded request, the last having ended with nothing owed.",
+		}),
 	}
 	var err error
 	metricsreg.Into(reg, &err, &bytes)
@@ -69,6 +75,7 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 	metricsreg.Into(reg, &err, &m.connectionsOpen)
 	metricsreg.Into(reg, &err, &m.connectionsClosed)
 	metricsreg.Into(reg, &err, &m.inFlight)
+	metricsreg.Into(reg, &err, &m.upstreamRedials)
 	m.bytesToUpstream = bytes.WithLabelValues("request")
 	m.bytesFromUpstream = bytes.WithLabelValues("response")
 	return m, err

@@ -41,6 +41,7 @@ func (c *proxyConn) writeOne(pd owed) string {
 		failed = c.writeLocal(pd)
 	} else {
 		failed = c.streamUpstream(pd)
+		c.forwardedAnswered()
 	}
 	if failed != "" {
 		c.closeBoth()
@@ -49,7 +50,8 @@ func (c *proxyConn) writeOne(pd owed) string {
 }
 
 // nextOwed takes the next response owed, flushing first if none is queued yet. While nothing is
-// owed it watches the upstream: an upstream that ends then closes the pair.
+// owed it watches the upstream, to learn of its end (upstreamEnded); with no upstream to watch (the
+// last ended, and none was dialled since) it waits for the queue alone.
 func (c *proxyConn) nextOwed(failed *string) (owed, bool) {
 	for {
 		select {
@@ -69,13 +71,13 @@ func (c *proxyConn) nextOwed(failed *string) (owed, bool) {
 			}
 			continue
 		}
-		upstreamSpoke, reason := c.watchIdleUpstream()
-		if reason != "" {
-			*failed = reason
-			c.closeBoth()
-			continue
+		if !c.followNewest() {
+			// No upstream to watch: the next entry, a local answer or a request forwarded to a new
+			// upstream, or the queue's end, comes through the queue.
+			pd, ok := <-c.queue
+			return pd, ok
 		}
-		if upstreamSpoke {
+		if c.watchIdleUpstream() {
 			// Bytes from the upstream: the entry of the response they begin was queued before its
 			// request was forwarded. (Bytes nothing was asked for wait for the next request,
 			// whose correlation id they then fail to match.)
@@ -86,37 +88,37 @@ func (c *proxyConn) nextOwed(failed *string) (owed, bool) {
 }
 
 // watchIdleUpstream waits, with nothing owed, until the upstream sends bytes (upstreamSpoke) or ends
-// (a close reason), or the reader queues what the upstream will not announce: a local answer, or
-// the queue's end. The reader wakes it then by expiring the upstream's read deadline, so that no
-// goroutine but the writer ever reads the upstream and each response reaches the downstream with
-// one hand-off less.
-func (c *proxyConn) watchIdleUpstream() (upstreamSpoke bool, reason string) {
+// (judged by upstreamEnded), or the reader queues what the upstream will not announce: a local
+// answer, or the queue's end. The reader wakes it then by expiring the upstream's read deadline, so
+// that no goroutine but the writer ever reads the upstream and each response reaches the downstream
+// with one hand-off less. (So the writer learns of the upstream's end only when it has nothing
+// queued: a request forwarded before that meets the ended upstream, and the pair closes as it must
+// with a response owed. The writer is back here as soon as it has written what is queued.)
+func (c *proxyConn) watchIdleUpstream() (upstreamSpoke bool) {
 	c.watchMu.Lock()
 	if len(c.queue) > 0 || c.queueEnded {
 		c.watchMu.Unlock()
-		return false, ""
+		return false
 	}
-	c.watching = true
+	c.watching, c.watched = true, c.recv.conn
 	c.watchMu.Unlock()
 
-	_, err := c.upR.Peek(1)
+	_, err := c.recv.r.Peek(1)
 
 	c.watchMu.Lock()
 	woken := c.woken
 	c.watching, c.woken = false, false
 	c.watchMu.Unlock()
 	if woken {
-		_ = c.up.SetReadDeadline(time.Time{})
+		_ = c.recv.conn.SetReadDeadline(time.Time{})
 	}
 	switch {
 	case err == nil:
-		return true, ""
-	case woken && errors.Is(err, os.ErrDeadlineExceeded):
-		return false, ""
-	default:
-		c.p.log.V(1).Info("The upstream connection ended", "remote", c.down.RemoteAddr().String(), "error", err.Error())
-		return false, closedUpstreamClosed
+		return true
+	case !woken || !errors.Is(err, os.ErrDeadlineExceeded):
+		c.upstreamEnded(err)
 	}
+	return false
 }
 
 // wakeWriter wakes the writer if it is watching the idle upstream: called by the reader after it
@@ -126,7 +128,7 @@ func (c *proxyConn) wakeWriter() {
 	defer c.watchMu.Unlock()
 	if c.watching && !c.woken {
 		c.woken = true
-		_ = c.up.SetReadDeadline(time.Now())
+		_ = c.watched.SetReadDeadline(time.Now())
 	}
 }
 
@@ -177,6 +179,7 @@ func (c *proxyConn) writeLocal(pd owed) string {
 // streamUpstream copies the upstream's response to pd to the downstream. Its header must name pd's
 // correlation id: the upstream answers in order, as a Kafka broker does.
 func (c *proxyConn) streamUpstream(pd owed) string {
+	c.follow(pd.up)
 	head, reason := c.awaitUpstream()
 	if reason != "" {
 		return reason
@@ -196,7 +199,7 @@ func (c *proxyConn) streamUpstream(pd owed) string {
 		err = c.rewriteAPIVersions(pd.version)
 	} else {
 		var n int64
-		n, err = copyFrame(c.downW, c.upR, int64(size)+4)
+		n, err = copyFrame(c.downW, c.recv.r, int64(size)+4)
 		c.p.metrics.bytesFromUpstream.Add(float64(n))
 	}
 	if err != nil {
@@ -209,12 +212,12 @@ func (c *proxyConn) streamUpstream(pd owed) string {
 // awaitUpstream waits until the upstream's next response header has arrived and returns it,
 // flushing what the downstream is owed first if it has to wait.
 func (c *proxyConn) awaitUpstream() ([]byte, string) {
-	if c.upR.Buffered() < 8 && c.downW.Buffered() > 0 {
+	if c.recv.r.Buffered() < 8 && c.downW.Buffered() > 0 {
 		if err := c.downW.Flush(); err != nil {
 			return nil, closedWriteError
 		}
 	}
-	head, err := c.upR.Peek(8)
+	head, err := c.recv.r.Peek(8)
 	if err != nil {
 		c.p.log.V(1).Info("The upstream connection ended with responses owed", "remote", c.down.RemoteAddr().String(), "error", err.Error())
 		return nil, closedUpstreamClosed
@@ -225,7 +228,7 @@ func (c *proxyConn) awaitUpstream() ([]byte, string) {
 // rewriteAPIVersions reads the upstream's ApiVersions response whole and writes it with the
 // share-state APIs' versions replaced by those served here.
 func (c *proxyConn) rewriteAPIVersions(version int16) error {
-	frame, err := ReadFrame(c.upR, DefaultMaxResponseBytes)
+	frame, err := ReadFrame(c.recv.r, DefaultMaxResponseBytes)
 	if err != nil {
 		return fmt.Errorf("reading the upstream's ApiVersions response: %w", err)
 	}
@@ -235,12 +238,12 @@ func (c *proxyConn) rewriteAPIVersions(version int16) error {
 }
 
 // authenticationAccepted reads, without consuming it, whether the upstream's SaslAuthenticate
-// response at the head of upR has no error: its error code follows the header (v1, with tagged
+// response at the head of the upstream's reader has no error: its error code follows the header (v1, with tagged
 // fields, from v2).
 func (c *proxyConn) authenticationAccepted(version int16) bool {
-	head, _ := c.upR.Peek(8) // streamUpstream saw 8 bytes buffered
+	head, _ := c.recv.r.Peek(8) // streamUpstream saw 8 bytes buffered
 	size := int(binary.BigEndian.Uint32(head))
-	head, _ = c.upR.Peek(min(size+4, 64)) // short only if the upstream ends: then not accepted
+	head, _ = c.recv.r.Peek(min(size+4, 64)) // short only if the upstream ends: then not accepted
 	r := kbin.Reader{Src: head}
 	r.Int32() // size
 	r.Int32() // correlation id
