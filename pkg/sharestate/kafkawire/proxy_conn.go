@@ -88,6 +88,9 @@ type proxyConn struct {
 	inFrame   bool
 	// stopReason names why the reader was stopped: a shutdown unless stopReadingFor says otherwise.
 	stopReason string
+
+	// apiVersionsLogged: an unrewritten ApiVersions answer was logged; later ones are only counted.
+	apiVersionsLogged bool // the writer's
 }
 
 // owed is a response owed to the downstream, in request order: the upstream's response to

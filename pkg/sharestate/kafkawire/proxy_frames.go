@@ -3,6 +3,7 @@ package kafkawire
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -48,21 +49,38 @@ func produceExpectsResponse(b []byte, version int16) (bool, error) {
 	return acks != 0, nil
 }
 
+// Why RewriteAPIVersions returned a response unchanged.
+var (
+	// errAPIVersionsUndecodable: the response does not decode at the version asked. The client keeps
+	// the upstream's ranges for keys 83–87 (or none): the broker may then not send them here.
+	errAPIVersionsUndecodable = errors.New("the upstream's ApiVersions response does not decode")
+	// errAPIVersionsErrorCode: the response carries an error, as KIP-511's v0 fallback for a version
+	// the upstream does not know does: the client retries at a version it knows, and that answer is
+	// rewritten.
+	errAPIVersionsErrorCode = errors.New("the upstream's ApiVersions response carries an error")
+)
+
 // RewriteAPIVersions takes an ApiVersions response frame of the given version, from its correlation
 // id on (the header is v0 at every version), and returns it whole, size field included, with the
 // share-state APIs' ranges replaced by those of APIs (added if it lists none). A response that does
-// not decode at that version, or carries an error (KIP-511's v0 fallback for a version the broker
-// does not know, say), is returned unchanged: the client retries, and that answer is rewritten.
-func RewriteAPIVersions(frame []byte, version int16) []byte {
+// not decode at that version, or carries an error, is returned unchanged, with an error saying why:
+// forwarding it keeps the broker working, and the caller makes it seen.
+func RewriteAPIVersions(frame []byte, version int16) ([]byte, error) {
 	unchanged := binary.BigEndian.AppendUint32(make([]byte, 0, len(frame)+4), uint32(len(frame)))
 	unchanged = append(unchanged, frame...)
-	if len(frame) < 4 {
-		return unchanged
+	if len(frame) < 6 {
+		return unchanged, fmt.Errorf("%w at v%d: %d bytes, too short for a correlation id and an error code",
+			errAPIVersionsUndecodable, version, len(frame))
+	}
+	// The error code leads the body at every version, the v0 fallback's included, which would not
+	// decode at a later version: read first, it tells that answer from a broken one.
+	if code := int16(binary.BigEndian.Uint16(frame[4:])); code != 0 {
+		return unchanged, fmt.Errorf("%w at v%d: error code %d", errAPIVersionsErrorCode, version, code)
 	}
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = version
-	if err := resp.ReadFrom(frame[4:]); err != nil || resp.ErrorCode != 0 {
-		return unchanged
+	if err := resp.ReadFrom(frame[4:]); err != nil {
+		return unchanged, fmt.Errorf("%w at v%d: %w", errAPIVersionsUndecodable, version, err)
 	}
 	resp.ApiKeys = slices.DeleteFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return isShareStateKey(k.ApiKey) })
 	for _, a := range APIs {
@@ -75,5 +93,5 @@ func RewriteAPIVersions(frame []byte, version int16) []byte {
 	out = append(out, frame[:4]...)
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	return out
+	return out, nil
 }

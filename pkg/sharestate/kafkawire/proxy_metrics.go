@@ -15,6 +15,12 @@ const (
 	routeAnswered  = "answered"
 )
 
+// The reasons of the unrewritten ApiVersions metric (errAPIVersionsUndecodable, errAPIVersionsErrorCode).
+const (
+	unrewrittenUndecodable = "undecodable"
+	unrewrittenErrorCode   = "error_response"
+)
+
 // proxyMetrics are a Proxy's metrics. The api label takes Kafka's API names ("Unknown" for a key
 // kmsg does not know), so its values are bounded.
 type proxyMetrics struct {
@@ -26,7 +32,8 @@ type proxyMetrics struct {
 	bytesToUpstream    prometheus.Counter
 	bytesFromUpstream  prometheus.Counter
 	// upstreamRedials counts upstream connections dialled again after one ended with nothing owed.
-	upstreamRedials prometheus.Counter
+	upstreamRedials        prometheus.Counter
+	apiVersionsUnrewritten *prometheus.CounterVec
 
 	// counters caches requestsTotal's children by route and key: the per-request cost is a map read.
 	counters sync.Map // counterKey -> prometheus.Counter
@@ -67,6 +74,11 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 			Name: "sharestate_proxy_upstream_redials_total",
 			Help: "Upstream connections dialled again for a forwarded request, the last having ended with nothing owed.",
 		}),
+		apiVersionsUnrewritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sharestate_proxy_apiversions_unrewritten_total",
+			Help: "Upstream ApiVersions responses forwarded without the share-state versions served here, by reason: " +
+				"undecodable, or error_response (such as KIP-511's fallback, which the client retries).",
+		}, []string{"reason"}),
 	}
 	var err error
 	metricsreg.Into(reg, &err, &bytes)
@@ -76,6 +88,7 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 	metricsreg.Into(reg, &err, &m.connectionsClosed)
 	metricsreg.Into(reg, &err, &m.inFlight)
 	metricsreg.Into(reg, &err, &m.upstreamRedials)
+	metricsreg.Into(reg, &err, &m.apiVersionsUnrewritten)
 	m.bytesToUpstream = bytes.WithLabelValues("request")
 	m.bytesFromUpstream = bytes.WithLabelValues("response")
 	return m, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -226,15 +227,52 @@ func (c *proxyConn) awaitUpstream() ([]byte, string) {
 }
 
 // rewriteAPIVersions reads the upstream's ApiVersions response whole and writes it with the
-// share-state APIs' versions replaced by those served here.
+// share-state APIs' versions replaced by those served here; one it cannot rewrite goes unchanged.
 func (c *proxyConn) rewriteAPIVersions(version int16) error {
 	frame, err := ReadFrame(c.recv.r, DefaultMaxResponseBytes)
 	if err != nil {
 		return fmt.Errorf("reading the upstream's ApiVersions response: %w", err)
 	}
 	c.p.metrics.bytesFromUpstream.Add(float64(len(frame) + 4))
-	_, err = c.downW.Write(RewriteAPIVersions(frame, version))
+	out, err := RewriteAPIVersions(frame, version)
+	if err != nil {
+		c.unrewritten(err, version)
+	}
+	_, err = c.downW.Write(out)
 	return err
+}
+
+// unrewritten counts an ApiVersions response forwarded unchanged, and logs the first of the
+// connection's that did not decode: its peer then does not know the share-state versions served
+// here, and a broker may stop sending them here, which nothing else would show. The v0 fallback of
+// KIP-511 is routine (the client retries), so it is logged only at V(1).
+func (c *proxyConn) unrewritten(err error, version int16) {
+	reason := unrewrittenUndecodable
+	if errors.Is(err, errAPIVersionsErrorCode) {
+		reason = unrewrittenErrorCode
+	}
+	c.p.metrics.apiVersionsUnrewritten.WithLabelValues(reason).Inc()
+	log := c.p.log.V(1)
+	if reason == unrewrittenUndecodable && !c.apiVersionsLogged {
+		c.apiVersionsLogged = true
+		log = c.p.log
+	}
+	log.Info("Forwarded the upstream's ApiVersions response without the share-state versions served here",
+		"remote", c.down.RemoteAddr().String(), "version", version, "served", servedShareStateVersions(), "error", err.Error())
+}
+
+// servedShareStateVersions lists the versions of keys 83–87 served here, as "key:min-max" pairs.
+func servedShareStateVersions() string {
+	var b strings.Builder
+	for _, a := range APIs {
+		if isShareStateKey(a.Key) {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%d:%d-%d", a.Key, a.MinVersion, a.MaxVersion)
+		}
+	}
+	return b.String()
 }
 
 // authenticationAccepted reads, without consuming it, whether the upstream's SaslAuthenticate
