@@ -12,12 +12,16 @@ import (
 
 // write validates one partition's Write and queues it behind the partition's update in flight, if
 // any; the first writer of a burst starts the slot's committer. There is no linger: an idle
-// partition's write goes out at once.
-func (p *Persister) write(ctx context.Context, group string, topic sharestate.TopicID, in sharestate.WritePartition) sharestate.Outcome {
+// partition's write goes out at once. The write records the broker that sent it (caller) as leader.
+func (p *Persister) write(ctx context.Context, caller callerFunc, group string, topic sharestate.TopicID, in sharestate.WritePartition) sharestate.Outcome {
 	if o := sharestate.CheckGroupID(group); !o.OK() {
 		return o
 	}
 	if o := sharestate.CheckWriteInput(topic, in, p.opts.Limits); !o.OK() {
+		return o
+	}
+	id, o := caller()
+	if !o.OK() {
 		return o
 	}
 	known, err := p.topology.known(ctx, group, topic, in.Partition)
@@ -25,10 +29,26 @@ func (p *Persister) write(ctx context.Context, group string, topic sharestate.To
 		return unavailable(err)
 	}
 	s := p.slots.get(partitionKey{group: group, topic: topic, partition: in.Partition})
-	w := &pendingWrite{req: in, known: known, done: make(chan sharestate.Outcome, 1)}
+	w := &pendingWrite{req: in, known: known, id: id, done: make(chan sharestate.Outcome, 1)}
+	o = p.queueWrite(ctx, s, w)
+	// o first: w.podFenced is the committer's to write until it answers, and a caller whose time ran
+	// out has no answer.
+	if o.Code == sharestate.ErrFencedLeaderEpoch && w.podFenced {
+		// Refused as the fenced pod: a refused write changed nothing, so it may go again as the pod
+		// a fresh look-up finds, if that is another.
+		if fresh, ok := p.refreshed(ctx, id); ok {
+			o = p.queueWrite(ctx, s, &pendingWrite{req: in, known: known, id: fresh, done: make(chan sharestate.Outcome, 1)})
+		}
+	}
+	return o
+}
+
+// queueWrite queues w in s, commits the first round itself when no committer runs, and waits for
+// w's answer.
+func (p *Persister) queueWrite(ctx context.Context, s *slot, w *pendingWrite) sharestate.Outcome {
 	queued, start := s.enqueue(w, p.opts.MaxPendingWrites)
 	if !queued {
-		return sharestate.Fail(sharestate.ErrCoordinatorLoadInProgress, "%d writes are already queued for partition %d", p.opts.MaxPendingWrites, in.Partition)
+		return sharestate.Fail(sharestate.ErrCoordinatorLoadInProgress, "%d writes are already queued for partition %d", p.opts.MaxPendingWrites, w.req.Partition)
 	}
 	if start {
 		// The first writer of a burst commits the first round itself: an idle partition's write
@@ -110,11 +130,13 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []sharestate.Outc
 		var write *sharestatev1.SharePartitionState
 		current := stored
 		for i, w := range ops {
+			w.podFenced = false
 			next, o := sharestate.ApplyWrite(current, w.req, w.known, p.opts.Limits)
 			if o.OK() {
 				// After the epoch checks: a fenced pod's write at its old state epoch is answered
 				// FENCED_STATE_EPOCH, as semantics §9 says; one at the new state epoch is refused here.
-				o = fencedPod(obj, p.opts.Identity, w.req.LeaderEpoch)
+				o = fencedPod(obj, w.id, w.req.LeaderEpoch)
+				w.podFenced = !o.OK()
 			}
 			outcomes[i] = o
 			if !o.OK() {
@@ -124,7 +146,7 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []sharestate.Outc
 				write = obj.DeepCopy()
 			}
 			current = &next
-			recordWrite(write, p.opts.Identity, w.req.LeaderEpoch, now)
+			recordWrite(write, w.id, w.req.LeaderEpoch, now)
 		}
 		if write != nil {
 			setState(write, *current)

@@ -14,8 +14,9 @@ import (
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
-// Identity is the broker a persister serves: it is recorded as a share-partition's leader on every Read
-// and Write, so the operator can fence the partition when that pod is gone.
+// Identity is a broker and its pod. A persister's own is recorded as a share-partition's leader on
+// every Read and Write that no other broker sent, so the operator can fence the partition when that
+// pod is gone.
 type Identity struct {
 	BrokerID int32
 	PodName  string
@@ -34,8 +35,14 @@ type Options struct {
 	BulkClient client.Client
 	// Namespace holds the ShareGroups and SharePartitionStates.
 	Namespace string
-	// Identity is recorded as the leader of the partitions this persister reads and writes.
+	// Identity is recorded as the leader of the partitions this persister reads and writes, unless the
+	// request's context names another broker as its sender (sharestate.WithSender).
 	Identity Identity
+	// Senders finds the pod of a broker, other than Identity's, that sent a Read or Write (the
+	// kafkawire server names it from the request's client id; PodResolver finds it by the pod label
+	// the sidecars set). Nil: such a request is answered COORDINATOR_NOT_AVAILABLE, since the leader
+	// to record cannot be told.
+	Senders BrokerResolver
 
 	// Limits bound a write's batches and a state's batches (default DefaultLimits).
 	Limits sharestate.Limits

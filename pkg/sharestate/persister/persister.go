@@ -10,8 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 
 	"github.com/sharestate/sharestate-operator/internal/fanout"
@@ -64,27 +62,31 @@ func (p *Persister) Initialize(ctx context.Context, req sharestate.InitializeReq
 }
 
 // Read returns each partition's state (semantics §5), first storing a higher leader epoch, which fences
-// older leaders, and recording this persister's broker as the leader.
+// older leaders, and recording the broker that sent the Read as the leader: the one ctx names
+// (sharestate.WithSender), or else this persister's.
 func (p *Persister) Read(ctx context.Context, req sharestate.ReadRequest) sharestate.ReadResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
+	caller := p.callerOf(ctx)
 	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.ReadPartition) (r sharestate.ReadResult) {
 		defer p.recoverPartition("read", in.Partition, func(pr sharestate.PartitionResult) { r = sharestate.ReadResult{PartitionResult: pr, StartOffset: -1} })
-		res := p.read(ctx, req.GroupID, topic, in)
+		res := p.read(ctx, caller, req.GroupID, topic, in)
 		res.PartitionResult = p.counted("read", in.Partition, sharestate.Outcome{Code: res.ErrorCode, Message: res.ErrorMessage})
 		return res
 	})
 }
 
-// Write combines each partition's new state batches into its stored state (semantics §5, §7). Writes of one
-// partition that arrive while an update of it is in flight go together into the next update.
+// Write combines each partition's new state batches into its stored state (semantics §5, §7), and
+// records the broker that sent it as the leader, as Read does. Writes of one partition that arrive
+// while an update of it is in flight go together into the next update.
 func (p *Persister) Write(ctx context.Context, req sharestate.WriteRequest) sharestate.WriteResponse {
 	ctx, cancel := p.operationContext(ctx)
 	defer cancel()
+	caller := p.callerOf(ctx)
 	return fanout.Partitions(ctx, req, func(ctx context.Context, topic sharestate.TopicID, in sharestate.WritePartition) (r sharestate.PartitionResult) {
 		defer p.recoverPartition("write", in.Partition, func(pr sharestate.PartitionResult) { r = pr })
 		start := time.Now()
-		o := p.write(ctx, req.GroupID, topic, in)
+		o := p.write(ctx, caller, req.GroupID, topic, in)
 		p.metrics.writeDuration.Observe(time.Since(start).Seconds())
 		return p.counted("write", in.Partition, o)
 	})
@@ -157,9 +159,4 @@ func (p *Persister) outcomeOf(key partitionKey, result updateResult, err error) 
 // loopEnded reports whether an update loop's computed answers stand.
 func loopEnded(result updateResult) bool {
 	return result == updateWritten || result == updateNoWrite
-}
-
-// leaderRecorded is true when obj needs no write to record this persister as leader at leaderEpoch.
-func (p *Persister) leaderRecorded(obj *sharestatev1.SharePartitionState, leaderEpoch int32) bool {
-	return isLeader(obj, p.opts.Identity, leaderEpoch)
 }

@@ -25,8 +25,12 @@ type slot struct {
 // pendingWrite is one partition's Write waiting in a slot's queue.
 type pendingWrite struct {
 	req   sharestate.WritePartition
-	known bool                    // semantics §6, looked up before queueing
-	done  chan sharestate.Outcome // buffered: the committer never blocks on a caller that left
+	known bool     // semantics §6, looked up before queueing
+	id    Identity // the broker that sent the write, recorded as leader
+	// podFenced, set by the committer before it answers, says the answer is the refusal of id's pod
+	// as the fenced leader (semantics §9).
+	podFenced bool
+	done      chan sharestate.Outcome // buffered: the committer never blocks on a caller that left
 }
 
 func (s *slot) cachedObject() *sharestatev1.SharePartitionState {
