@@ -12,6 +12,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -55,7 +56,9 @@ type Config struct {
 	MetricsCertDir string
 	// Namespace holds the broker's ShareGroups and SharePartitionStates.
 	Namespace string
-	// Identity is the broker recorded as leader of the partitions it reads and writes.
+	// Identity is the broker this sidecar serves: its pod is labelled with the broker id
+	// (sharestatev1.LabelBrokerID), and it is recorded as leader of the partitions its own broker
+	// reads and writes. Requests another broker sent record that broker's pod, found by its label.
 	Identity persister.Identity
 
 	MaxRequestBytes          int32
@@ -129,6 +132,12 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	}
 	services, err := newServices(ctx, restCfg, cfg)
 	if err != nil {
+		return err
+	}
+	// Other brokers' sidecars find this broker's pod by its label, to record it as a leader.
+	labelCtx, stopLabelling := context.WithCancel(ctx)
+	defer stopLabelling()
+	if err := startLabellingOwnPod(labelCtx, restCfg, cfg); err != nil {
 		return err
 	}
 	apiServer, err := APIServerCheck(restCfg)
@@ -245,6 +254,9 @@ func newStore(restCfg *rest.Config, cfg Config) (*persister.Persister, error) {
 	if err := sharestatev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := corev1.AddToScheme(scheme); err != nil { // the pods of the brokers that send requests
+		return nil, err
+	}
 	writes, err := limitedClient(restCfg, scheme, cfg.WriteQPS, cfg.WriteBurst)
 	if err != nil {
 		return nil, err
@@ -255,6 +267,8 @@ func newStore(restCfg *rest.Config, cfg Config) (*persister.Persister, error) {
 	}
 	return persister.New(persister.Options{
 		Client: writes, BulkClient: bulk, Namespace: cfg.Namespace, Identity: cfg.Identity,
+		// In proxy mode most Reads and Writes come from other brokers (kafkawire names the sender).
+		Senders:          persister.NewPodResolver(writes, cfg.Namespace, persister.DefaultResolveTTL),
 		OperationTimeout: cfg.OperationTimeout, MaxPendingWrites: cfg.MaxPendingWrites, MaxCacheBytes: cfg.MaxCacheBytes,
 		Registerer: ctrlmetrics.Registry, Logger: cfg.Logger.WithName("persister"),
 	})
