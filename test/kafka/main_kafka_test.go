@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sharestate/sharestate-operator/test/kafkacluster"
 	"github.com/sharestate/sharestate-operator/test/testenv"
@@ -31,6 +33,8 @@ var suite struct {
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
+	// envtest logs through controller-runtime's logger; this test's story is in the processes' logs.
+	ctrllog.SetLogger(logr.Discard())
 	suite.root = testenv.RepoRoot()
 	suite.version = kafkacluster.Version()
 	work, err := os.MkdirTemp("", "sharestate-kafka-test-")

@@ -152,7 +152,7 @@ func (con *Consumer) Log() string { return con.proc.logTail(1 << 20) }
 // Outcome is one record a consumer acknowledged, with a commit that succeeded.
 type Outcome struct {
 	Consumer      string
-	Action        string // ACCEPTED or RELEASED
+	Action        string // ACCEPTED or RELEASED; FAILED-ACCEPTED or FAILED-RELEASED when its commit failed
 	Partition     int32
 	Offset        int64
 	DeliveryCount int
@@ -184,7 +184,20 @@ func (con *Consumer) Outcomes() (outcomes []Outcome, failures []string, err erro
 				continue
 			}
 			outcomes = append(outcomes, Outcome{Consumer: con.Name, Action: fields[0], Partition: int32(p), Offset: o, DeliveryCount: d})
-		case "FAILED", "ERROR":
+		case "FAILED":
+			// The acknowledgement's commit failed: its outcome is unknown to the consumer. The broker
+			// may have stored it before failing to answer (a leader killed between its Write and its
+			// answer), and then the record is never delivered again.
+			if len(fields) >= 5 {
+				p, err1 := strconv.ParseInt(fields[2], 10, 32)
+				o, err2 := strconv.ParseInt(fields[3], 10, 64)
+				d, err3 := strconv.Atoi(fields[4])
+				if err1 == nil && err2 == nil && err3 == nil {
+					outcomes = append(outcomes, Outcome{Consumer: con.Name, Action: "FAILED-" + fields[1], Partition: int32(p), Offset: o, DeliveryCount: d})
+				}
+			}
+			failures = append(failures, sc.Text())
+		case "ERROR":
 			failures = append(failures, sc.Text())
 		}
 	}
