@@ -38,7 +38,9 @@ func TestSidecarLabelsItsPodAndRecordsTheSendingBroker(t *testing.T) {
 	own := createPod(t, ns, "broker-3", map[string]string{"app": "kafka"})
 	s := startSidecar(t, ns, sidecarOptions{brokerID: 3}) // in pod broker-3
 
-	deadline := time.Now().Add(30 * time.Second)
+	// A bound on failure only: under load the role binding and the sidecar's retries (backing off to
+	// 10 s) took up to 27 s.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var got corev1.Pod
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(own), &got); err != nil {
