@@ -39,7 +39,7 @@ func TestShareConsumersThroughSidecars(t *testing.T) {
 		consumers = append(consumers, c)
 		t.Cleanup(c.Stop)
 	}
-	l := awaitAccepted(t, consumers, records, 8*time.Minute)
+	awaitAccepted(t, consumers, records, 8*time.Minute)
 	for _, c := range consumers {
 		c.Stop()
 	}

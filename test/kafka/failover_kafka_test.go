@@ -56,14 +56,21 @@ func TestLeaderLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l := awaitAccepted(t, consumers, records, 8*time.Minute)
+	awaitAccepted(t, consumers, records, 8*time.Minute)
 	for _, c := range consumers {
 		c.Stop()
 	}
-	l, _ = collect(t, consumers)
+	l, _ := collect(t, consumers)
 	checkExactlyOnce(t, l, partitions, records/partitions)
+	checkNotDeliveredAgain(t, before, l)
+	checkFencedOnlyAt(t, s.ns, topicID, victim.Name())
+}
+
+// checkNotDeliveredAgain checks that no record accepted in before was delivered again in after.
+func checkNotDeliveredAgain(t *testing.T, before, after ledger) {
+	t.Helper()
 	redelivered := 0
-	for r, outs := range l {
+	for r, outs := range after {
 		acceptedBefore := false
 		for _, o := range before[r] {
 			acceptedBefore = acceptedBefore || o.Action == "ACCEPTED"
@@ -78,19 +85,24 @@ func TestLeaderLoss(t *testing.T) {
 		}
 	}
 	t.Logf("records delivered more than once (in flight at the kill): %d", redelivered)
+}
 
+// checkFencedOnlyAt checks that the operator fences what the pod named dead was still recorded as
+// leading, and nothing that a live leader had taken over: a fenced partition names that pod.
+func checkFencedOnlyAt(t *testing.T, ns, topicID, dead string) {
+	t.Helper()
 	// The operator fences what the dead broker's pod was still recorded as leading when it went, and
 	// nothing that a live leader had taken over: a fenced partition names the victim's pod.
 	testenv.Eventually(t, 2*time.Minute, func() error {
-		for _, st := range mustPartitionStates(t, s.ns, topicID) {
-			if l := st.Status.Leader; l != nil && l.PodName == victim.Name() && st.Status.FencedLeader == nil {
-				return fmt.Errorf("partition %d is still recorded at the dead %s and not fenced", st.Spec.Partition, victim.Name())
+		for _, st := range mustPartitionStates(t, ns, topicID) {
+			if l := st.Status.Leader; l != nil && l.PodName == dead && st.Status.FencedLeader == nil {
+				return fmt.Errorf("partition %d is still recorded at the dead %s and not fenced", st.Spec.Partition, dead)
 			}
 		}
 		return nil
 	})
-	for _, st := range mustPartitionStates(t, s.ns, topicID) {
-		if f := st.Status.FencedLeader; f != nil && f.PodName != victim.Name() {
+	for _, st := range mustPartitionStates(t, ns, topicID) {
+		if f := st.Status.FencedLeader; f != nil && f.PodName != dead {
 			t.Errorf("partition %d: the operator fenced %s, which is alive", st.Spec.Partition, f.PodName)
 		}
 	}
