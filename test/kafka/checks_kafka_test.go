@@ -22,6 +22,20 @@ import (
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
+// produceOrders creates the topic orders with partitions (replication factor 3), points the group
+// orders-processors at its earliest offset, and produces records to it; it returns the topic's id.
+func produceOrders(ctx context.Context, t *testing.T, s *system, partitions, records int) string {
+	t.Helper()
+	topicID, err := s.clients.Setup(ctx, "orders", partitions, 3, "orders-processors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.clients.Produce(ctx, "orders", records); err != nil {
+		t.Fatal(err)
+	}
+	return topicID
+}
+
 // record is a partition and offset.
 type record struct {
 	partition int32

@@ -23,13 +23,7 @@ func TestShareConsumersThroughSidecars(t *testing.T) {
 		records      = 30_000
 		releaseEvery = 100
 	)
-	topicID, err := s.clients.Setup(ctx, "orders", partitions, 3, "orders-processors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.clients.Produce(ctx, "orders", records); err != nil {
-		t.Fatal(err)
-	}
+	topicID := produceOrders(ctx, t, s, partitions, records)
 	var consumers []*kafkacluster.Consumer
 	for i := range 3 {
 		c, err := s.clients.StartConsumer("consumer-"+string(rune('a'+i)), "orders", "orders-processors", releaseEvery, 5*time.Minute)

@@ -25,13 +25,7 @@ func TestLeaderLoss(t *testing.T) {
 		partitions = 3
 		records    = 30_000
 	)
-	topicID, err := s.clients.Setup(ctx, "orders", partitions, 3, "orders-processors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.clients.Produce(ctx, "orders", records); err != nil {
-		t.Fatal(err)
-	}
+	topicID := produceOrders(ctx, t, s, partitions, records)
 	leaders, err := s.clients.Leaders(ctx, "orders")
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +133,7 @@ func TestRecordedLeaderIsTheSendingBroker(t *testing.T) {
 	s := startSystem(t, systemOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	topicID, err := s.clients.Setup(ctx, "orders", 1, 3, "orders-processors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.clients.Produce(ctx, "orders", 1000); err != nil {
-		t.Fatal(err)
-	}
+	topicID := produceOrders(ctx, t, s, 1, 1000)
 	c, err := s.clients.StartConsumer("consumer", "orders", "orders-processors", 0, time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -27,13 +27,7 @@ func TestKafkaToolsOnOurState(t *testing.T) {
 		partitions = 3
 		records    = 3000
 	)
-	topicID, err := s.clients.Setup(ctx, "orders", partitions, 3, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.clients.Produce(ctx, "orders", records); err != nil {
-		t.Fatal(err)
-	}
+	topicID := produceOrders(ctx, t, s, partitions, records)
 	consumeAll(t, s, "first", records)
 	awaitDeliveredUpTo(t, s.ns, topicID, partitions, records/partitions)
 
