@@ -207,6 +207,17 @@ const (
 // version the sidecar names if it answers UNSUPPORTED_VERSION (KIP-511), and returns, per API key,
 // the highest version both speak.
 func handshake(ctx context.Context, nc net.Conn, opts *ClientOptions) (map[int16]int16, error) {
+	resp, err := peerAPIVersions(ctx, nc, opts)
+	if err != nil {
+		return nil, err
+	}
+	return negotiate(resp.ApiKeys), nil
+}
+
+// peerAPIVersions sends ApiVersions at the highest version this package speaks, falling back to the
+// version the peer names if it answers UNSUPPORTED_VERSION (KIP-511), and returns the peer's answer
+// without an error code.
+func peerAPIVersions(ctx context.Context, nc net.Conn, opts *ClientOptions) (*kmsg.ApiVersionsResponse, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(deadline)
 		defer func() { _ = nc.SetDeadline(time.Time{}) }()
@@ -219,7 +230,7 @@ func handshake(ctx context.Context, nc net.Conn, opts *ClientOptions) (map[int16
 			return nil, err
 		}
 		if resp.ErrorCode == 0 {
-			return negotiate(resp.ApiKeys), nil
+			return resp, nil
 		}
 		fallback, ok := unsupportedFallback(resp, version)
 		if !ok {
@@ -227,7 +238,7 @@ func handshake(ctx context.Context, nc net.Conn, opts *ClientOptions) (map[int16
 		}
 		version = fallback
 	}
-	return nil, errors.New("ApiVersions: the sidecar refused the version it asked for")
+	return nil, errors.New("ApiVersions: the peer refused the version it asked for")
 }
 
 // unsupportedFallback returns the version to retry ApiVersions with after UNSUPPORTED_VERSION: the
