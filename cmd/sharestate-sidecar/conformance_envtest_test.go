@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -398,17 +399,23 @@ func TestLoadInProgress(t *testing.T) {
 }
 
 // With the API server out of reach, every operation is answered COORDINATOR_NOT_AVAILABLE within the
-// operation timeout, and the sidecar is alive but not ready.
+// operation timeout, and the sidecar is alive and ready: its Kafka listeners serve (in proxy mode,
+// the broker's inter-broker traffic), and the API server's absence is its metric.
 func TestUnreachableAPIServer(t *testing.T) {
 	testenv.Require(t, env)
 	cfg := *env.Config
 	cfg.Host = "https://127.0.0.1:1" // nothing listens there
-	s := startSidecar(t, "unreachable", sidecarOptions{kubeconfig: testenv.AdminKubeconfig(t, &cfg), notReady: true, args: []string{"--operation-timeout=1s", "--request-timeout=2s"}})
-	if got := s.probe("/readyz"); got != 503 {
-		t.Fatalf("/readyz answered %d with the API server out of reach, want 503", got)
+	s := startSidecar(t, "unreachable", sidecarOptions{kubeconfig: testenv.AdminKubeconfig(t, &cfg), args: []string{"--operation-timeout=1s", "--request-timeout=2s"}})
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if got := s.probe(path); got != 200 {
+			t.Fatalf("%s answered %d with the API server out of reach, want 200", path, got)
+		}
 	}
-	if got := s.probe("/healthz"); got != 200 {
-		t.Fatalf("/healthz answered %d, want 200", got)
+	s.waitFor(t, "the unreachable API server in the log", func() bool {
+		return strings.Contains(s.logs.String(), "Kubernetes API server became unreachable")
+	})
+	if got := s.metric(t, apiReachable); got != "0" {
+		t.Fatalf("%s = %q, want 0", apiReachable, got)
 	}
 	k := newKafka(t, s.addr)
 	start := time.Now()

@@ -43,7 +43,6 @@ type sidecarOptions struct {
 	kubeconfig string   // default: a service account bound to the sidecar's ClusterRole
 	brokerID   int      // default 1
 	args       []string // more flags
-	notReady   bool     // do not wait for /readyz (the API server is meant to be unreachable)
 }
 
 // startSidecar runs the sidecar binary for namespace ns, waits until it is ready, and stops it with
@@ -76,8 +75,9 @@ func startSidecar(t testing.TB, ns string, opts sidecarOptions) *sidecar {
 // startAttempts is how many times startSidecar starts a sidecar whose address was taken meanwhile.
 const startAttempts = 3
 
-// launchSidecar starts the sidecar on addresses free a moment before, and waits until it is ready (or
-// its Kafka listener answers, with opts.notReady). On an error the process has exited, or was killed.
+// launchSidecar starts the sidecar on addresses free a moment before, and waits until it is ready:
+// its Kafka listener serves, whether or not the API server answers. On an error the process has
+// exited, or was killed.
 func launchSidecar(t testing.TB, ns string, opts sidecarOptions) (*sidecar, error) {
 	t.Helper()
 	s := &sidecar{addr: freeAddr(t), health: freeAddr(t), metrics: freeAddr(t), logs: &testenv.SyncBuffer{}, exited: make(chan struct{})}
@@ -92,12 +92,7 @@ func launchSidecar(t testing.TB, ns string, opts sidecarOptions) (*sidecar, erro
 		t.Fatal(err)
 	}
 	go func() { s.exitErr = s.cmd.Wait(); close(s.exited) }()
-	var err error
-	if opts.notReady {
-		err = s.await("the Kafka listener", func() bool { return dialable(s.addr) })
-	} else {
-		err = s.await("readiness", func() bool { return s.probe("/readyz") == http.StatusOK })
-	}
+	err := s.await("readiness", func() bool { return s.probe("/readyz") == http.StatusOK })
 	if err != nil {
 		_ = s.cmd.Process.Kill() // when it has not exited already
 		<-s.exited

@@ -140,13 +140,15 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	if err := startLabellingOwnPod(labelCtx, restCfg, cfg); err != nil {
 		return err
 	}
-	apiServer, err := APIServerCheck(restCfg)
-	if err != nil {
+	// Whether the API server answers is a metric and a log line, not readiness (health.go).
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	if err := startWatchingAPIServer(watchCtx, restCfg, ctrlmetrics.Registry, cfg.Logger.WithName("health")); err != nil {
 		return err
 	}
 	// The probes answer before the Kafka listeners do: not ready until they serve.
 	errs := make(chan error, 2+len(services))
-	stopHTTP, err := serveEndpoints(restCfg, cfg, readiness(services, apiServer), errs)
+	stopHTTP, err := serveEndpoints(restCfg, cfg, readiness(services), errs)
 	if err != nil {
 		return err
 	}

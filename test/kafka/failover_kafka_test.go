@@ -70,7 +70,7 @@ func checkNotDeliveredAgain(t *testing.T, before, after ledger) {
 			acceptedBefore = acceptedBefore || o.Action == "ACCEPTED"
 		}
 		if acceptedBefore && len(outs) != len(before[r]) {
-			t.Errorf("%d:%d was accepted before the kill and delivered again: %v", r.partition, r.offset, outs)
+			t.Errorf("%d:%d was accepted before the failure and delivered again: %v", r.partition, r.offset, outs)
 		}
 		for _, o := range outs {
 			if o.DeliveryCount > 1 {
@@ -78,7 +78,7 @@ func checkNotDeliveredAgain(t *testing.T, before, after ledger) {
 			}
 		}
 	}
-	t.Logf("records delivered more than once (in flight at the kill): %d", redelivered)
+	t.Logf("records delivered more than once (in flight at the failure): %d", redelivered)
 }
 
 // checkFencedOnlyAt checks that the operator fences what the pod named dead was still recorded as

@@ -88,21 +88,41 @@ func (c Clients) Produce(ctx context.Context, topic string, count int) error {
 
 // Leaders returns the node id leading each partition of topic (-1: none), by partition.
 func (c Clients) Leaders(ctx context.Context, topic string) (map[int32]int32, error) {
-	out, err := c.Run(ctx, "ShareTool", "leaders", c.Bootstrap, topic)
+	parts, err := c.Partitions(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	leaders := map[int32]int32{}
-	for line := range strings.Lines(out) {
-		var p, id int32
-		if _, err := fmt.Sscanf(line, "LEADER %d %d", &p, &id); err == nil {
-			leaders[p] = id
-		}
-	}
-	if len(leaders) == 0 {
-		return nil, fmt.Errorf("ShareTool leaders printed none:\n%s", out)
+	for p, info := range parts {
+		leaders[p] = info.Leader
 	}
 	return leaders, nil
+}
+
+// PartitionInfo is a partition's leader (-1: none) and the size of its in-sync replica set.
+type PartitionInfo struct {
+	Leader int32
+	ISR    int
+}
+
+// Partitions describes each partition of topic, by partition.
+func (c Clients) Partitions(ctx context.Context, topic string) (map[int32]PartitionInfo, error) {
+	out, err := c.Run(ctx, "ShareTool", "leaders", c.Bootstrap, topic)
+	if err != nil {
+		return nil, err
+	}
+	parts := map[int32]PartitionInfo{}
+	for line := range strings.Lines(out) {
+		var p int32
+		var info PartitionInfo
+		if _, err := fmt.Sscanf(line, "LEADER %d %d ISR %d", &p, &info.Leader, &info.ISR); err == nil {
+			parts[p] = info
+		}
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("ShareTool leaders printed none:\n%s", out)
+	}
+	return parts, nil
 }
 
 // ShareGroups runs Kafka's kafka-share-groups.sh (ShareGroupCommand) with args.
@@ -121,16 +141,7 @@ type Consumer struct {
 // StartConsumer starts a share consumer of group on topic that releases the first delivery of every
 // offset that is a multiple of releaseEvery (0: none) and stops after idle without records.
 func (c Clients) StartConsumer(name, topic, group string, releaseEvery int, idle time.Duration) (*Consumer, error) {
-	con := &Consumer{Name: name, out: filepath.Join(c.Dir, name+".out"),
-		proc: process{name: name, logPath: filepath.Join(c.Dir, name+".log")}, started: time.Now()}
-	args := append(clientJVMOptions[:len(clientJVMOptions):len(clientJVMOptions)], "-cp", Classpath(c.Assets, c.ShareTool), "ShareTool",
-		"consume", c.Bootstrap, topic, group, fmt.Sprint(releaseEvery), fmt.Sprint(idle.Milliseconds()))
-	// ShareTool's stdout is the record of what it consumed: a file of its own, beside its log.
-	shell := fmt.Sprintf("exec %q \"$@\" > %q", Java(), con.out)
-	if err := con.proc.start(nil, "/bin/sh", append([]string{"-c", shell, "sh"}, args...)...); err != nil {
-		return nil, err
-	}
-	return con, nil
+	return c.StartConsumerWith(name, topic, group, ConsumerOptions{ReleaseEvery: releaseEvery, Idle: idle})
 }
 
 // Stop asks the consumer to close (SIGTERM: it closes its KafkaShareConsumer, which acknowledges

@@ -6,13 +6,24 @@
 //                                                         share.auto.offset.reset=earliest; prints TOPIC_ID id
 //   produce  BOOTSTRAP TOPIC COUNT                        COUNT records, acks=all, spread over the
 //                                                         partitions in turn; prints PRODUCED count
-//   leaders  BOOTSTRAP TOPIC                              prints "LEADER partition nodeId" for each partition
-//   consume  BOOTSTRAP TOPIC GROUP RELEASE_EVERY IDLE_MS  a share consumer with explicit acknowledgement:
+//   produce-loop BOOTSTRAP TOPIC SECONDS PER_SECOND       sends PER_SECOND records a second for SECONDS,
+//                                                         acks=all, over the partitions in turn; prints
+//                                                         "ACKED partition offset" for each acknowledged
+//                                                         send, "FAILED ..." with its times for each failed
+//                                                         one, and at the end "SENT n ACKED a FAILED m
+//                                                         LONGEST_FAILURE_MS x MAX_ACK_MS y"
+//   leaders  BOOTSTRAP TOPIC                              prints "LEADER partition nodeId ISR size" for each
+//                                                         partition
+//   consume  BOOTSTRAP TOPIC GROUP RELEASE_EVERY IDLE_MS [ACK_DELAY_MS [COMMIT_TIMEOUT_MS]]
+//                                                         a share consumer with explicit acknowledgement:
 //                                                         RELEASEs a first delivery whose offset is a
 //                                                         multiple of RELEASE_EVERY (0: never), ACCEPTs the
 //                                                         rest; prints "ACCEPTED|RELEASED partition offset
 //                                                         deliveryCount" once its commit succeeded; exits
-//                                                         after IDLE_MS without records, or on SIGTERM
+//                                                         after IDLE_MS without records, or on SIGTERM;
+//                                                         waits ACK_DELAY_MS before acknowledging what a
+//                                                         poll gave, and each commit at most
+//                                                         COMMIT_TIMEOUT_MS (default 30 s)
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,8 +55,10 @@ public final class ShareTool {
         switch (args.length > 0 ? args[0] : "") {
             case "setup" -> setup(args[1], args[2], Integer.parseInt(args[3]), Short.parseShort(args[4]), args[5]);
             case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
+            case "produce-loop" -> produceLoop(args[1], args[2], Long.parseLong(args[3]), Integer.parseInt(args[4]));
             case "leaders" -> leaders(args[1], args[2]);
-            case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]), Long.parseLong(args[5]));
+            case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]), Long.parseLong(args[5]),
+                args.length > 6 ? Long.parseLong(args[6]) : 0, args.length > 7 ? Long.parseLong(args[7]) : 30_000);
             default -> {
                 System.err.println("usage: ShareTool setup|produce|consume ...");
                 System.exit(2);
@@ -73,7 +86,7 @@ public final class ShareTool {
             var description = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
             for (var partition : description.partitions()) {
                 int leader = partition.leader() == null ? -1 : partition.leader().id();
-                System.out.println("LEADER " + partition.partition() + " " + leader);
+                System.out.println("LEADER " + partition.partition() + " " + leader + " ISR " + partition.isr().size());
             }
         }
     }
@@ -95,7 +108,8 @@ public final class ShareTool {
         System.out.println("PRODUCED " + count);
     }
 
-    static void consume(String bootstrap, String topic, String group, long releaseEvery, long idleMs) {
+    static void consume(String bootstrap, String topic, String group, long releaseEvery, long idleMs,
+                        long ackDelayMs, long commitTimeoutMs) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("group.id", group);
@@ -131,6 +145,13 @@ public final class ShareTool {
                     continue;
                 }
                 lastRecord = System.currentTimeMillis();
+                if (ackDelayMs > 0) {
+                    try {
+                        Thread.sleep(ackDelayMs); // holds the records acquired: in flight at their leader
+                    } catch (InterruptedException e) {
+                        break;
+                    }
+                }
                 List<String> lines = new ArrayList<>();
                 for (ConsumerRecord<String, String> r : records) {
                     int count = r.deliveryCount().orElse((short) -1);
@@ -140,7 +161,7 @@ public final class ShareTool {
                 }
                 Map<TopicIdPartition, Optional<KafkaException>> results;
                 try {
-                    results = consumer.commitSync();
+                    results = consumer.commitSync(Duration.ofMillis(commitTimeoutMs));
                 } catch (WakeupException e) {
                     break;
                 } catch (KafkaException e) {
@@ -160,5 +181,82 @@ public final class ShareTool {
             consumer.close(Duration.ofSeconds(10));
             System.out.println("CLOSED");
         }
+    }
+
+    /**
+     * produceLoop sends perSecond records a second for the given seconds, each to the next partition,
+     * and reports every outcome. A stretch of failures runs from the completion of its first failed
+     * send to the completion of the next acknowledged one (or the end): how long the producer could
+     * get nothing through. MAX_ACK_MS is the longest a send waited for its acknowledgement.
+     */
+    static void produceLoop(String bootstrap, String topic, long seconds, int perSecond) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", "all");
+        p.put("linger.ms", "5");
+        // A send that cannot be acknowledged fails within a minute (Kafka's default is two).
+        p.put("delivery.timeout.ms", "60000");
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        Object lock = new Object();
+        long[] counts = new long[2]; // acknowledged, failed
+        long[] failingSince = {-1};
+        long[] longestFailure = {0};
+        long[] maxAck = {0};
+        long sent = 0;
+        long end = System.currentTimeMillis() + seconds * 1000;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            int partitions = producer.partitionsFor(topic).size();
+            long interval = 1_000_000_000L / perSecond;
+            long next = System.nanoTime();
+            long lastFlush = System.currentTimeMillis();
+            while (System.currentTimeMillis() < end) {
+                long index = sent++;
+                long sentAt = System.currentTimeMillis();
+                org.apache.kafka.clients.producer.Callback done = (metadata, e) -> {
+                    long now = System.currentTimeMillis();
+                    synchronized (lock) {
+                        if (e == null) {
+                            counts[0]++;
+                            if (failingSince[0] >= 0) {
+                                longestFailure[0] = Math.max(longestFailure[0], now - failingSince[0]);
+                                failingSince[0] = -1;
+                            }
+                            maxAck[0] = Math.max(maxAck[0], now - sentAt);
+                            System.out.println("ACKED " + metadata.partition() + " " + metadata.offset());
+                        } else {
+                            counts[1]++;
+                            if (failingSince[0] < 0) {
+                                failingSince[0] = now;
+                            }
+                            System.out.println("FAILED at " + now + " record " + index + " sent at " + sentAt + ": " + e);
+                        }
+                    }
+                };
+                try {
+                    producer.send(new ProducerRecord<>(topic, (int) (index % partitions), null, "r-" + index), done);
+                } catch (KafkaException e) {
+                    done.onCompletion(null, e);
+                }
+                if (System.currentTimeMillis() - lastFlush > 200) {
+                    System.out.flush();
+                    lastFlush = System.currentTimeMillis();
+                }
+                next += interval;
+                long wait = next - System.nanoTime();
+                if (wait > 0) {
+                    Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                }
+            }
+            producer.flush();
+        }
+        synchronized (lock) {
+            if (failingSince[0] >= 0) {
+                longestFailure[0] = Math.max(longestFailure[0], System.currentTimeMillis() - failingSince[0]);
+            }
+            System.out.println("SENT " + sent + " ACKED " + counts[0] + " FAILED " + counts[1]
+                + " LONGEST_FAILURE_MS " + longestFailure[0] + " MAX_ACK_MS " + maxAck[0]);
+        }
+        System.out.flush();
     }
 }

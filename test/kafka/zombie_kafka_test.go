@@ -1,0 +1,135 @@
+//go:build kafka
+
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sharestate/sharestate-operator/test/kafkacluster"
+	"github.com/sharestate/sharestate-operator/test/testenv"
+)
+
+// TestZombieLeader is the seed's case with a real broker: the leader of a partition is paused
+// (SIGSTOP) with acknowledgements in flight to it, until the controller has moved its leadership
+// and the new leader has read the state through its sidecar; then it resumes (SIGCONT). Its Write at
+// the old leader epoch is answered FENCED_LEADER_EPOCH, it drops the partition as KAFKA-17002 says
+// (its log shows it), and nothing it held overwrites the new leader's state.
+func TestZombieLeader(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	const records = 20_000
+	topicID := produceOrders(ctx, t, s, 1, records)
+	leaders, err := s.clients.Leaders(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zombie := s.cluster.Node(leaders[0])
+	// Each poll's records wait 2 s before their acknowledgement, and a commit gives up after 5 s: the
+	// pause catches acknowledgements in flight to the zombie, and the consumer goes on to the new
+	// leader without waiting for them.
+	c, err := s.clients.StartConsumerWith("consumer", "orders", "orders-processors",
+		kafkacluster.ConsumerOptions{Idle: 5 * time.Minute, AckDelay: 2 * time.Second, CommitTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	consumers := []*kafkacluster.Consumer{c}
+	awaitAccepted(t, consumers, 1000, 5*time.Minute)
+
+	if err := zombie.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = zombie.Resume() })
+	before, _ := collect(t, consumers)
+	fencedBefore := fencedWrites(t, s.cluster)
+	t.Logf("paused %s, the leader of orders-0, with %d records accepted", zombie.Name(), before.accepted())
+	newLeader := awaitNewLeader(ctx, t, s, zombie.ID)
+	awaitRecordedLeader(t, s.ns, topicID, s.cluster.Node(newLeader).Name())
+	if err := zombie.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s leads orders-0 and has read its state; %s resumed", s.cluster.Node(newLeader).Name(), zombie.Name())
+
+	awaitAccepted(t, consumers, records, 8*time.Minute)
+	c.Stop()
+	l, _ := collect(t, consumers)
+	checkExactlyOnce(t, l, 1, records)
+	checkNotDeliveredAgain(t, before, l)
+
+	st := mustPartitionStates(t, s.ns, topicID)[0]
+	if st.Status.Leader == nil || st.Status.Leader.PodName == zombie.Name() {
+		t.Errorf("the recorded leader is %+v; the zombie %s must not lead again", st.Status.Leader, zombie.Name())
+	}
+	testenv.Eventually(t, time.Minute, func() error {
+		// SharePartitionManager's log line when a share partition's Write is answered fenced (kafka_2.13
+		// 4.4.0 and 4.2.2, kafka/server/share/SharePartitionManager.class, read with javap).
+		if !fencedLine.MatchString(zombie.Log()) {
+			return fmt.Errorf("%s's log does not say that its share partition is fenced", zombie.Name())
+		}
+		return nil
+	})
+	if fenced := fencedWrites(t, s.cluster) - fencedBefore; fenced == 0 {
+		t.Error("the sidecars answered no Write FENCED_LEADER_EPOCH or FENCED_STATE_EPOCH after the zombie resumed")
+	} else {
+		t.Logf("Writes answered fenced after the pause: %v", fenced)
+	}
+}
+
+var fencedLine = regexp.MustCompile(`The share partition with key .*orders-0.* is fenced`)
+
+// awaitNewLeader waits until a broker other than old leads orders-0, and returns it.
+func awaitNewLeader(ctx context.Context, t *testing.T, s *system, old int32) int32 {
+	t.Helper()
+	var leader int32 = -1
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		leaders, err := s.clients.Leaders(ctx, "orders")
+		if err != nil {
+			return err
+		}
+		if leader = leaders[0]; leader == old || leader < 0 {
+			return fmt.Errorf("orders-0 is still led by %d", leader)
+		}
+		return nil
+	})
+	return leader
+}
+
+// awaitRecordedLeader waits until the partition's SharePartitionState records pod as its leader: the
+// new leader has read the state.
+func awaitRecordedLeader(t *testing.T, ns, topicID, pod string) {
+	t.Helper()
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		st := mustPartitionStates(t, ns, topicID)[0]
+		if st.Status.Leader == nil || st.Status.Leader.PodName != pod {
+			return fmt.Errorf("recorded leader %+v, want %s", st.Status.Leader, pod)
+		}
+		return nil
+	})
+}
+
+// fencedWrites sums, over every sidecar, the Writes answered FENCED_LEADER_EPOCH or FENCED_STATE_EPOCH.
+func fencedWrites(t *testing.T, c *kafkacluster.Cluster) float64 {
+	t.Helper()
+	re := regexp.MustCompile(`^sharestate_sidecar_requests_total\{api="WriteShareGroupState",error="FENCED_(LEADER|STATE)_EPOCH"\} ([0-9.e+]+)$`)
+	sum := 0.0
+	for _, n := range c.Nodes {
+		page, err := n.Sidecar.Metrics()
+		if err != nil {
+			t.Fatalf("scraping %s's sidecar: %v", n.Name(), err)
+		}
+		for line := range strings.Lines(page) {
+			if m := re.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+				v, _ := strconv.ParseFloat(m[2], 64)
+				sum += v
+			}
+		}
+	}
+	return sum
+}
