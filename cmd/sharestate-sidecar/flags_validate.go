@@ -35,6 +35,9 @@ func validateFlags(cfg sidecar.Config) error {
 	if cfg.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout=%s: must not be negative", cfg.ShutdownTimeout))
 	}
+	if cfg.ProxyMetadataInterval < 0 {
+		errs = append(errs, fmt.Errorf("--proxy-metadata-interval=%s: must not be negative (0 disables it)", cfg.ProxyMetadataInterval))
+	}
 	return errors.Join(errs...)
 }
 

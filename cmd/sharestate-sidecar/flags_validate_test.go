@@ -31,6 +31,7 @@ func TestValidateFlags(t *testing.T) {
 	cfg.MaxQueuedRequestBytes = 1024
 	cfg.IdleTimeout = -time.Second
 	cfg.OperationTimeout = 0
+	cfg.ProxyMetadataInterval = -time.Second
 	err := validateFlags(cfg)
 	if err == nil {
 		t.Fatal("invalid flags accepted")
@@ -41,6 +42,7 @@ func TestValidateFlags(t *testing.T) {
 		"--max-queued-request-bytes=1024: must be at least 8388608",
 		"--idle-timeout=-1s: must be above zero",
 		"--operation-timeout=0s: must be above zero",
+		"--proxy-metadata-interval=-1s: must not be negative",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)

@@ -48,6 +48,9 @@ func parseFlags() *flags {
 	flag.BoolVar(&cfg.ProxyTLS.Upstream, "proxy-upstream-tls", false, "speak TLS to the upstream")
 	flag.StringVar(&cfg.ProxyTLS.UpstreamCAFile, "proxy-upstream-tls-ca-file", "", "PEM CA certificates the upstream's certificate is verified with (default: the system's)")
 	flag.StringVar(&cfg.ProxyTLS.UpstreamServerName, "proxy-upstream-tls-server-name", "", "name the upstream's certificate is verified for (default: the upstream address's host)")
+	flag.DurationVar(&cfg.ProxyMetadataInterval, "proxy-metadata-interval", sidecar.DefaultProxyMetadataInterval,
+		"in proxy mode, how often the upstream's metadata is read: to report (log, event, metric) a broker that advertises another "+
+			"port than the proxy's for its inter-broker listener, and to delete the SharePartitionStates of deleted topics; 0 disables both")
 	flag.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"address of /healthz and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
 	flag.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",

@@ -41,6 +41,9 @@ type Config struct {
 	ProxyRequireAuthentication bool
 	// ProxyTLS is the proxy's TLS towards its clients and towards the upstream.
 	ProxyTLS ProxyTLS
+	// ProxyMetadataInterval is how often proxy mode reads the upstream's metadata, to report a broker
+	// advertised around the proxy and delete the state of deleted topics (upstream_metadata.go); 0 never.
+	ProxyMetadataInterval time.Duration
 	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP, for the kubelet's probes; "0"
 	// disables it.
 	HealthProbeBindAddress string
@@ -140,6 +143,10 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	if err := startLabellingOwnPod(labelCtx, restCfg, cfg); err != nil {
 		return err
 	}
+	watcher, err := newMetadataWatcher(restCfg, cfg) // nil unless proxy mode reads the upstream's metadata
+	if err != nil {
+		return err
+	}
 	// Whether the API server answers is a metric and a log line, not readiness (health.go).
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
@@ -171,6 +178,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 		go func() { errs <- s.service.Serve(lns[i]) }()
 		cfg.Logger.Info("Serving "+s.name, "address", lns[i].Addr().String(), "namespace", cfg.Namespace,
 			"brokerId", cfg.Identity.BrokerID, "pod", cfg.Identity.PodName)
+	}
+	if watcher != nil { // the proxy is the last service: its port is the one the broker must advertise
+		go watcher.run(watchCtx, lns[len(lns)-1].Addr())
 	}
 
 	var runErr error
