@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,7 +111,8 @@ func (s *Sidecar) Start() error {
 	return s.proc.start(env, opts.Binary, append(args, opts.Args...)...)
 }
 
-// AwaitReady waits until the sidecar's /readyz answers 200.
+// AwaitReady waits until the sidecar's /readyz answers 200: its Kafka listeners, the proxy's and the
+// direct one, serve.
 func (s *Sidecar) AwaitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -153,3 +155,26 @@ func (s *Sidecar) Kill() { s.proc.kill() }
 
 // Stop stops the sidecar (SIGTERM; it drains), killing it after 30 s.
 func (s *Sidecar) Stop() { s.proc.stop(30 * time.Second) }
+
+// Restart kills the sidecar (SIGKILL), starts it again on the same addresses and waits until it is
+// ready, within timeout; it returns how long that took, from the kill to ready. A port that another
+// process took in the gap (the sidecar exits, "address already in use") is waited out: the sidecar is
+// started again until the port is free or the time is up.
+func (s *Sidecar) Restart(timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	s.Kill()
+	for {
+		if err := s.Start(); err != nil {
+			return 0, err
+		}
+		err := s.AwaitReady(time.Until(deadline))
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if s.proc.running() || !strings.Contains(s.proc.logTail(3000), "address already in use") || time.Now().After(deadline) {
+			return 0, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
