@@ -186,6 +186,7 @@ func assertSidecar(t *testing.T, c corev1.Container, want sidecarWant) {
 	assertHTTPProbe(t, "startup", c.StartupProbe, c, "/readyz", want.health)
 	assertHTTPProbe(t, "liveness", c.LivenessProbe, c, "/healthz", want.health)
 	assertHTTPProbe(t, "readiness", c.ReadinessProbe, c, "/readyz", want.health)
+	assertSidecarProbeTiming(t, c)
 	assertRestricted(t, nil, c.SecurityContext)
 	if len(c.Resources.Requests) == 0 || len(c.Resources.Limits) == 0 {
 		t.Errorf("resources = %+v, want requests and limits", c.Resources)
@@ -327,4 +328,24 @@ spec:
         - name: kafka
           image: apache/kafka
 `)
+}
+
+// assertSidecarProbeTiming checks the probes' timing. /readyz is the sidecar's Kafka listeners serving,
+// which they do within moments of its start, and nothing it waits for (not the API server): the
+// startup probe holds the broker back no more than a second after the sidecar serves, and still
+// allows two minutes for a start on a starved node; the readiness probe, which counts toward the
+// broker pod's Ready, gives a slow answer a margin and takes more than one failure to turn it NotReady.
+func assertSidecarProbeTiming(t *testing.T, c corev1.Container) {
+	t.Helper()
+	if p := c.StartupProbe; p != nil {
+		if p.PeriodSeconds != 1 || p.PeriodSeconds*p.FailureThreshold < 120 {
+			t.Errorf("the startup probe checks every %ds, %d times: want every second, for at least 2 minutes", p.PeriodSeconds, p.FailureThreshold)
+		}
+	}
+	if p := c.ReadinessProbe; p != nil {
+		// The API's defaults: 1 s timeout, 3 failures (a 0 here is the default).
+		if p.TimeoutSeconds < 3 || (p.FailureThreshold != 0 && p.FailureThreshold < 3) {
+			t.Errorf("the readiness probe times out after %ds and fails after %d failures: want at least 3s and 3", p.TimeoutSeconds, p.FailureThreshold)
+		}
+	}
 }

@@ -130,24 +130,28 @@ template.
       containerPort: {{ $v.metricsPort }}
       protocol: TCP
     {{- end }}
-  # The broker starts once the sidecar serves and reaches the Kubernetes API (up to 2 minutes).
+  # /readyz is the sidecar's Kafka listeners serving (in proxy mode, the address the broker's peers
+  # reach it at), never the Kubernetes API server: the broker starts once they serve, whatever the API
+  # server does (docs/kafka-integration.md §4). Checked every second, for up to 2 minutes.
   startupProbe:
     httpGet:
       path: /readyz
       port: sstate-health
-    periodSeconds: 2
-    failureThreshold: 60
+    periodSeconds: 1
+    failureThreshold: 120
   livenessProbe:
     httpGet:
       path: /healthz
       port: sstate-health
     periodSeconds: 10
+  # A native sidecar's readiness counts toward the pod's Ready: the broker pod is Ready only while
+  # the sidecar's listeners serve, and an unreachable API server does not take it out of service.
   readinessProbe:
     httpGet:
       path: /readyz
       port: sstate-health
     periodSeconds: 10
-    # Its check of the Kubernetes API takes up to 2s.
+    # /readyz answers from memory; the margin is for a pod starved of CPU.
     timeoutSeconds: 3
   {{- if and $proxy.enabled $proxy.tls.volumeName }}
   volumeMounts:
