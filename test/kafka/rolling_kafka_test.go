@@ -1,0 +1,88 @@
+//go:build kafka
+
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sharestate/sharestate-operator/test/kafkacluster"
+	"github.com/sharestate/sharestate-operator/test/testenv"
+)
+
+// TestRollingRestart restarts the three brokers one after another (a controlled shutdown, SIGTERM,
+// then a start on the same data), each once the one before is back in every partition's in-sync
+// replicas, while three share consumers run and records keep arriving between the restarts: nothing
+// is lost, nothing accepted twice.
+func TestRollingRestart(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	const (
+		partitions = 3
+		batch      = 9_000 // records produced before each restart, and once more after the last
+		records    = 4 * batch
+	)
+	produceOrders(ctx, t, s, partitions, batch)
+	var consumers []*kafkacluster.Consumer
+	for i := range 3 {
+		// A wait before each acknowledgement stretches a batch's consumption over the restart.
+		c, err := s.clients.StartConsumerWith(fmt.Sprintf("consumer-%d", i), "orders", "orders-processors",
+			kafkacluster.ConsumerOptions{Idle: 5 * time.Minute, AckDelay: 2 * time.Second, CommitTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		consumers = append(consumers, c)
+		t.Cleanup(c.Stop)
+	}
+	produced := batch
+	for i, n := range s.cluster.Nodes {
+		if i > 0 {
+			if err := s.clients.Produce(ctx, "orders", batch); err != nil {
+				t.Fatal(err)
+			}
+			produced += batch
+		}
+		// The restart begins while the consumers are in the middle of the latest batch.
+		awaitAccepted(t, consumers, produced-batch+batch/10, 5*time.Minute)
+		n.Stop()
+		if err := n.Restart(3 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		awaitInSync(ctx, t, s, "orders", partitions)
+		l, _ := collect(t, consumers)
+		t.Logf("restarted %s; %d of %d records accepted", n.Name(), l.accepted(), produced)
+	}
+	if err := s.clients.Produce(ctx, "orders", batch); err != nil {
+		t.Fatal(err)
+	}
+	awaitAccepted(t, consumers, records, 8*time.Minute)
+	for _, c := range consumers {
+		c.Stop()
+	}
+	l, failures := collect(t, consumers)
+	t.Logf("acknowledgements whose commit failed during the restarts: %d", len(failures))
+	checkExactlyOnce(t, l, partitions, records/partitions)
+}
+
+// awaitInSync waits until every partition of topic has a leader and all three replicas in sync.
+func awaitInSync(ctx context.Context, t *testing.T, s *system, topic string, partitions int) {
+	t.Helper()
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		parts, err := s.clients.Partitions(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if len(parts) != partitions {
+			return fmt.Errorf("%d partitions described, want %d", len(parts), partitions)
+		}
+		for p, info := range parts {
+			if info.Leader < 0 || info.ISR != 3 {
+				return fmt.Errorf("%s-%d: leader %d, %d replicas in sync", topic, p, info.Leader, info.ISR)
+			}
+		}
+		return nil
+	})
+}
