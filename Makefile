@@ -116,6 +116,13 @@ run: ## Run the system: on a local control plane (data in .run/), or on the clus
 	mkdir -p $(LOCALBIN); go build -o $(LOCALBIN)/run-local ./hack/run-local; \
 	KUBEBUILDER_ASSETS="$$assets" exec $(LOCALBIN)/run-local --run-dir="$(RUN_DIR)" --crd-dir=config/crd/bases
 
+.PHONY: run-kafka
+run-kafka: ## Run the system with three real Apache Kafka brokers behind proxy-mode sidecars (KAFKA_VERSION; data in .run-kafka/, emptied at start).
+	assets=$$(hack/envtest-assets.sh); kafka=$$(KAFKA_VERSION=$(KAFKA_VERSION) hack/kafka-assets.sh); \
+	mkdir -p $(LOCALBIN); go build -o $(LOCALBIN)/ ./hack/run-kafka ./cmd/sharestate-sidecar; \
+	KUBEBUILDER_ASSETS="$$assets" KAFKA_VERSION=$(KAFKA_VERSION) exec $(LOCALBIN)/run-kafka --kafka-assets="$$kafka" \
+		--sidecar=$(LOCALBIN)/sharestate-sidecar --crd-dir=config/crd/bases
+
 ##@ Deployment
 
 .PHONY: install

@@ -109,6 +109,17 @@ func TestDocumentedCommands(t *testing.T) {
 	if err := again.interrupt(time.Minute); err != nil {
 		t.Fatalf("the second make run after Ctrl-C: %v, want exit status 0:\n%s", err, again.out.String())
 	}
+
+	t.Run("make run-kafka", func(t *testing.T) {
+		withKafka := sh.startBackground("make run-kafka", "Press Ctrl-C", 10*time.Minute)
+		out := sh.run(docBlock(t, readme, "kafka-try"))
+		if rows := strings.Count(out, "orders-processors"); rows != 3 {
+			t.Fatalf("kubectl get sps -n kafka shows %d partitions of orders-processors, want 3:\n%s", rows, out)
+		}
+		if err := withKafka.interrupt(2 * time.Minute); err != nil {
+			t.Fatalf("make run-kafka after Ctrl-C: %v, want exit status 0:\n%s", err, withKafka.out.String())
+		}
+	})
 }
 
 // newcomerShell is a shell in the clone with what the README asks a newcomer to have on PATH (kubectl,
@@ -121,6 +132,8 @@ func newcomerShell(t *testing.T, clone string) *shell {
 		"HOME=" + home,
 		"PATH=" + strings.Join([]string{filepath.Join(home, "bin"), filepath.Join(clone, "bin"), os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PATH")}, ":"),
 		"ENVTEST_CACHE_DIR=" + filepath.Dir(os.Getenv("KUBEBUILDER_ASSETS")),
+		// Kafka's jars as hack/kafka-assets.sh caches them: the new home has no cache of its own.
+		"KAFKA_CACHE_DIR=" + kafkaCacheDir(),
 	}
 	for _, name := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
 		out, err := exec.Command("go", "env", name).Output()
@@ -131,13 +144,25 @@ func newcomerShell(t *testing.T, clone string) *shell {
 	}
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "HOME", "PATH", "KUBECONFIG", "ENVTEST_CACHE_DIR", "GOCACHE", "GOMODCACHE", "GOPATH",
+		case "HOME", "PATH", "KUBECONFIG", "ENVTEST_CACHE_DIR", "KAFKA_CACHE_DIR", "GOCACHE", "GOMODCACHE", "GOPATH",
 			"HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME":
 		default:
 			env = append(env, kv)
 		}
 	}
 	return &shell{t: t, dir: clone, env: env}
+}
+
+// kafkaCacheDir is where hack/kafka-assets.sh keeps Kafka's jars for this user.
+func kafkaCacheDir() string {
+	if dir := os.Getenv("KAFKA_CACHE_DIR"); dir != "" {
+		return dir
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache")
+	}
+	return filepath.Join(cache, "sharestate-operator", "kafka")
 }
 
 // checkQuickstart checks that the README's two commands are the ones that run the system and the
