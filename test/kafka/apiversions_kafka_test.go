@@ -93,4 +93,3 @@ func apiVersions(t *testing.T, addr string, v int16) map[int16]kmsg.ApiVersionsR
 	}
 	return out
 }
-
