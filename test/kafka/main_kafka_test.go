@@ -101,6 +101,10 @@ type systemOptions struct {
 	// noOperator leaves the operator out.
 	noOperator   bool
 	brokerConfig map[string]string
+	// sidecarArgs are added to every sidecar's flags.
+	sidecarArgs []string
+	// bypassProxy lists nodes that advertise their real inter-broker listener, not their proxy.
+	bypassProxy []int32
 }
 
 // startSystem starts the operator and a three-node cluster whose brokers keep their share state in
@@ -117,11 +121,11 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	if !opts.noOperator {
 		s.startOperator()
 	}
-	copts := kafkacluster.Options{Dir: s.dir, Assets: suite.assets, BrokerConfig: opts.brokerConfig}
+	copts := kafkacluster.Options{Dir: s.dir, Assets: suite.assets, BrokerConfig: opts.brokerConfig, BypassProxy: opts.bypassProxy}
 	if !opts.noSidecars {
 		copts.Sidecars = &kafkacluster.SidecarOptions{
 			Binary: filepath.Join(suite.bin, "sharestate-sidecar"), Kubeconfig: s.adminKC,
-			Client: suite.env.Client, Namespace: s.ns,
+			Client: suite.env.Client, Namespace: s.ns, Args: opts.sidecarArgs,
 		}
 	}
 	cluster, err := kafkacluster.Start(copts)

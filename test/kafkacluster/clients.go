@@ -80,6 +80,18 @@ func (c Clients) Setup(ctx context.Context, topic string, partitions, replicas i
 	return "", fmt.Errorf("ShareTool setup printed no topic id:\n%s", out)
 }
 
+// DeleteTopic deletes topic with Kafka's Admin (deleteTopics), returning once the controller has.
+func (c Clients) DeleteTopic(ctx context.Context, topic string) error {
+	out, err := c.Run(ctx, "ShareTool", "delete-topic", c.Bootstrap, topic)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, "DELETED "+topic) {
+		return fmt.Errorf("ShareTool delete-topic did not say it deleted %s:\n%s", topic, out)
+	}
+	return nil
+}
+
 // Produce produces count records to topic with acks=all, spread over its partitions in turn.
 func (c Clients) Produce(ctx context.Context, topic string, count int) error {
 	_, err := c.Run(ctx, "ShareTool", "produce", c.Bootstrap, topic, fmt.Sprint(count))

@@ -26,6 +26,9 @@ type Options struct {
 	Nodes int
 	// Sidecars, when set, fronts each broker's inter-broker listener with a sidecar in proxy mode.
 	Sidecars *SidecarOptions
+	// BypassProxy lists nodes that advertise their real inter-broker listener (ReplicationAddress)
+	// instead of their sidecar's proxy: a misconfiguration, whose peers reach the broker around the proxy.
+	BypassProxy []int32
 	// BrokerConfig is added to (and overrides) every node's generated server.properties.
 	BrokerConfig map[string]string
 	// JVMOptions are the nodes' JVM flags (default DefaultJVMOptions).
@@ -138,7 +141,9 @@ func (c *Cluster) layOut() error {
 		n.AdvertisedReplication = n.ReplicationAddress
 		if c.opts.Sidecars != nil {
 			n.Sidecar = newSidecar(n, p[3:3+sidecarPorts])
-			n.AdvertisedReplication = n.Sidecar.ProxyAddress
+			if !slices.Contains(c.opts.BypassProxy, n.ID) {
+				n.AdvertisedReplication = n.Sidecar.ProxyAddress
+			}
 		}
 		n.proc = process{name: n.Name(), logPath: filepath.Join(c.opts.Dir, n.Name()+".log")}
 		if err := os.MkdirAll(n.dir, 0o755); err != nil {

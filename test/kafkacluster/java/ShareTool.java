@@ -14,6 +14,8 @@
 //                                                         LONGEST_FAILURE_MS x MAX_ACK_MS y"
 //   leaders  BOOTSTRAP TOPIC                              prints "LEADER partition nodeId ISR size" for each
 //                                                         partition
+//   delete-topic BOOTSTRAP TOPIC                          deletes the topic with Admin.deleteTopics and waits
+//                                                         until the controller has; prints DELETED topic
 //   consume  BOOTSTRAP TOPIC GROUP RELEASE_EVERY IDLE_MS [ACK_DELAY_MS [COMMIT_TIMEOUT_MS]]
 //                                                         a share consumer with explicit acknowledgement:
 //                                                         RELEASEs a first delivery whose offset is a
@@ -57,6 +59,7 @@ public final class ShareTool {
             case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
             case "produce-loop" -> produceLoop(args[1], args[2], Long.parseLong(args[3]), Integer.parseInt(args[4]));
             case "leaders" -> leaders(args[1], args[2]);
+            case "delete-topic" -> deleteTopic(args[1], args[2]);
             case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]), Long.parseLong(args[5]),
                 args.length > 6 ? Long.parseLong(args[6]) : 0, args.length > 7 ? Long.parseLong(args[7]) : 30_000);
             default -> {
@@ -76,6 +79,15 @@ public final class ShareTool {
             admin.incrementalAlterConfigs(Map.of(res, List.of(earliest))).all().get();
             String id = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId().toString();
             System.out.println("TOPIC_ID " + id);
+        }
+    }
+
+    static void deleteTopic(String bootstrap, String topic) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            admin.deleteTopics(List.of(topic)).all().get();
+            System.out.println("DELETED " + topic);
         }
     }
 
