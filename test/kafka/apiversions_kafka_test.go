@@ -3,7 +3,9 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // TestApiVersionsThroughTheProxy: every ApiVersions answer a real broker gives through its proxy, at
@@ -58,9 +61,19 @@ func TestApiVersionsThroughTheProxy(t *testing.T) {
 // apiVersions asks addr for its ApiVersions at version v and returns its APIs by key.
 func apiVersions(t *testing.T, addr string, v int16) map[int16]kmsg.ApiVersionsResponseApiKey {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	apis, err := tryAPIVersions(addr, v)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return apis
+}
+
+// tryAPIVersions asks addr for its ApiVersions at version v and returns its APIs by key, or why it got
+// no answer.
+func tryAPIVersions(addr string, v int16) (map[int16]kmsg.ApiVersionsResponseApiKey, error) {
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, err
 	}
 	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
@@ -68,28 +81,56 @@ func apiVersions(t *testing.T, addr string, v int16) map[int16]kmsg.ApiVersionsR
 	req.Version = v
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "sharestate-test", "1"
 	if _, err := conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("sharestate-test")).AppendRequest(nil, req, 1)); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		t.Fatalf("ApiVersions v%d at %s: %v", v, addr, err)
+		return nil, fmt.Errorf("ApiVersions v%d at %s: %w", v, addr, err)
 	}
 	body := make([]byte, binary.BigEndian.Uint32(size[:]))
 	if _, err := io.ReadFull(conn, body); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.Version = v
 	// The ApiVersions response header is version 0 at every version: the correlation id alone.
 	if err := resp.ReadFrom(body[4:]); err != nil {
-		t.Fatalf("decoding ApiVersions v%d from %s: %v", v, addr, err)
+		return nil, fmt.Errorf("decoding ApiVersions v%d from %s: %w", v, addr, err)
 	}
 	if resp.ErrorCode != 0 {
-		t.Fatalf("ApiVersions v%d at %s: error code %d", v, addr, resp.ErrorCode)
+		return nil, fmt.Errorf("ApiVersions v%d at %s: error code %d", v, addr, resp.ErrorCode)
 	}
 	out := map[int16]kmsg.ApiVersionsResponseApiKey{}
 	for _, k := range resp.ApiKeys {
 		out[k.ApiKey] = k
 	}
-	return out
+	return out, nil
+}
+
+// TestProxyWhileItsBrokerIsDown: a proxy whose broker is down answers nothing it cannot (an
+// ApiVersions, which is the broker's to answer, gets no answer), and serves again once the broker is
+// back; the cluster then has every replica in sync.
+func TestProxyWhileItsBrokerIsDown(t *testing.T) {
+	s := startSystem(t, systemOptions{noOperator: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	produceOrders(ctx, t, s, 3, 3000)
+	n := s.cluster.Nodes[2]
+	n.Stop()
+	if apis, err := tryAPIVersions(n.Sidecar.ProxyAddress, 3); err == nil {
+		t.Fatalf("the proxy of the stopped %s answered ApiVersions with %d APIs", n.Name(), len(apis))
+	} else {
+		t.Logf("the proxy of the stopped %s: %v", n.Name(), err)
+	}
+	if err := n.Restart(3 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() error {
+		_, err := tryAPIVersions(n.Sidecar.ProxyAddress, 3)
+		return err
+	})
+	awaitInSync(ctx, t, s, "orders", 3)
+	if !n.Sidecar.Running() {
+		t.Errorf("%s's sidecar stopped with its broker", n.Name())
+	}
 }

@@ -22,7 +22,7 @@ func TestRollingRestart(t *testing.T) {
 	defer cancel()
 	const (
 		partitions = 3
-		batch      = 9_000 // records produced before each restart, and once more after the last
+		batch      = 6_000 // records produced before each restart, and once more after the last
 		records    = 4 * batch
 	)
 	produceOrders(ctx, t, s, partitions, batch)

@@ -24,7 +24,7 @@ func TestZombieLeader(t *testing.T) {
 	s := startSystem(t, systemOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	const records = 20_000
+	const records = 8_000
 	topicID := produceOrders(ctx, t, s, 1, records)
 	leaders, err := s.clients.Leaders(ctx, "orders")
 	if err != nil {

@@ -178,3 +178,6 @@ func (s *Sidecar) Restart(timeout time.Duration) (time.Duration, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Running reports whether the sidecar's process runs.
+func (s *Sidecar) Running() bool { return s.proc.running() }
