@@ -18,7 +18,7 @@ import (
 // labels its own pod with its broker id (merge patch). `make manifests` adds these rules to
 // config/rbac/sidecar/role.yaml. get and watch are not used today; they let a later version watch
 // the pods instead of listing them, without a change of the role that every installation binds.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;patch
 
 // DefaultResolveTTL is how long PodResolver trusts a broker's pod found by a List: a few seconds, so
 // that a broker whose pod was replaced is soon found as its new pod, without a List per request.
