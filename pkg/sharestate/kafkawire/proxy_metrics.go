@@ -32,7 +32,9 @@ type proxyMetrics struct {
 	bytesToUpstream    prometheus.Counter
 	bytesFromUpstream  prometheus.Counter
 	// upstreamRedials counts upstream connections dialled again after one ended with nothing owed.
-	upstreamRedials        prometheus.Counter
+	upstreamRedials prometheus.Counter
+	// upstreamIdleEnds counts upstreams that ended with nothing owed, their downstream kept open.
+	upstreamIdleEnds       prometheus.Counter
 	apiVersionsUnrewritten *prometheus.CounterVec
 
 	// counters caches requestsTotal's children by route and key: the per-request cost is a map read.
@@ -70,6 +72,10 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 			Name: "sharestate_proxy_requests_in_flight",
 			Help: "Requests read and not yet responded to, over all connections.",
 		}),
+		upstreamIdleEnds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sharestate_proxy_upstream_idle_ends_total",
+			Help: "Upstream connections that ended with nothing owed while their downstream stayed open (a broker closes an inter-broker connection idle for connections.max.idle.ms; on a persister's connection the upstream carries nothing).",
+		}),
 		upstreamRedials: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sharestate_proxy_upstream_redials_total",
 			Help: "Upstream connections dialled again for a forwarded request, the last having ended with nothing owed.",
@@ -88,6 +94,7 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 	metricsreg.Into(reg, &err, &m.connectionsClosed)
 	metricsreg.Into(reg, &err, &m.inFlight)
 	metricsreg.Into(reg, &err, &m.upstreamRedials)
+	metricsreg.Into(reg, &err, &m.upstreamIdleEnds)
 	metricsreg.Into(reg, &err, &m.apiVersionsUnrewritten)
 	m.bytesToUpstream = bytes.WithLabelValues("request")
 	m.bytesFromUpstream = bytes.WithLabelValues("response")

@@ -128,6 +128,7 @@ func (c *proxyConn) upstreamEnded(err error) {
 		c.stopReadingFor(closedUpstreamAuthenticated)
 		return
 	}
+	c.p.metrics.upstreamIdleEnds.Inc()
 	c.p.log.V(1).Info("The upstream connection ended with nothing owed; kept the downstream open", "remote", remote, "error", err.Error())
 }
 

@@ -196,6 +196,9 @@ func TestProxyKeepsDownstreamWhenIdleUpstreamEnds(t *testing.T) {
 	if n := testutil.ToFloat64(p.metrics.upstreamRedials); n != 1 {
 		t.Fatalf("%v re-dials counted, want 1", n)
 	}
+	if n := testutil.ToFloat64(p.metrics.upstreamIdleEnds); n != 1 {
+		t.Fatalf("%v idle upstream ends counted, want 1", n)
+	}
 	if n := closedFor(p, closedUpstreamClosed); n != 0 {
 		t.Fatalf("%v connections closed for %s, want 0", n, closedUpstreamClosed)
 	}
