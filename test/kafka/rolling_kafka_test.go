@@ -16,6 +16,12 @@ import (
 // then a start on the same data), each once the one before is back in every partition's in-sync
 // replicas, while three share consumers run and records keep arriving between the restarts: nothing
 // is lost, nothing accepted twice.
+//
+// Nothing lost is the promise; a record may come back: Kafka's share groups deliver at least once,
+// and in Kafka 4.2.2 a rolling restart redelivers acknowledged records with Kafka's own persister
+// too (one run: 3,714 of 18,000 accepted a second time at delivery count 2; ours 834 and 3,784 in
+// two runs; none in three runs with 4.4.0). A record accepted twice at the same delivery count would
+// be one acquisition handed out twice, and fails the test.
 func TestRollingRestart(t *testing.T) {
 	s := startSystem(t, systemOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -64,7 +70,48 @@ func TestRollingRestart(t *testing.T) {
 	}
 	l, failures := collect(t, consumers)
 	t.Logf("acknowledgements whose commit failed during the restarts: %d", len(failures))
-	checkExactlyOnce(t, l, partitions, records/partitions)
+	checkNothingLost(t, l, partitions, records/partitions)
+}
+
+// checkNothingLost checks that every record of partitions × perPartition was accepted, none twice
+// at one delivery count, and that nothing outside them was delivered; it logs the records accepted
+// again at a later delivery count.
+func checkNothingLost(t *testing.T, l ledger, partitions int32, perPartition int64) {
+	t.Helper()
+	var problems []string
+	again := 0
+	for p := range partitions {
+		for o := range perPartition {
+			outs := l[record{p, o}]
+			seen := map[int]bool{}
+			accepted := 0
+			for _, out := range outs {
+				if out.Action != "ACCEPTED" && out.Action != "FAILED-ACCEPTED" {
+					continue
+				}
+				accepted++
+				if out.Action == "ACCEPTED" && seen[out.DeliveryCount] {
+					problems = append(problems, fmt.Sprintf("%d:%d accepted twice at delivery count %d", p, o, out.DeliveryCount))
+				}
+				seen[out.DeliveryCount] = true
+			}
+			switch {
+			case accepted == 0:
+				problems = append(problems, fmt.Sprintf("%d:%d never accepted (%v)", p, o, outs))
+			case accepted > 1:
+				again++
+			}
+		}
+	}
+	for r := range l {
+		if r.partition >= partitions || r.offset >= perPartition {
+			problems = append(problems, fmt.Sprintf("%d:%d was delivered but never produced", r.partition, r.offset))
+		}
+	}
+	t.Logf("records accepted again at a later delivery count: %d", again)
+	if len(problems) > 0 {
+		t.Fatalf("%d records lost or handed out twice; the first: %v", len(problems), problems[:min(10, len(problems))])
+	}
 }
 
 // awaitInSync waits until every partition of topic has a leader and all three replicas in sync.
