@@ -238,8 +238,20 @@ func checkNoStateInKafka(t *testing.T, c *kafkacluster.Cluster) {
 // shareStateRequests sums, over every sidecar, the share-state requests the proxies answered, by API.
 func shareStateRequests(t *testing.T, c *kafkacluster.Cluster) map[string]float64 {
 	t.Helper()
-	re := regexp.MustCompile(`^sharestate_proxy_requests_total\{api="([A-Za-z]+)",route="answered"\} ([0-9.e+]+)$`)
 	sums := map[string]float64{}
+	for _, api := range []string{"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+		"DeleteShareGroupState", "ReadShareGroupStateSummary"} {
+		sums[api] = sidecarMetricSum(t, c, `sharestate_proxy_requests_total{api="`+api+`",route="answered"}`)
+	}
+	return sums
+}
+
+// sidecarMetricSum sums a metric's samples (name with its labels, as /metrics prints them) over
+// every sidecar.
+func sidecarMetricSum(t *testing.T, c *kafkacluster.Cluster, series string) float64 {
+	t.Helper()
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(series) + ` ([0-9.e+]+)$`)
+	sum := 0.0
 	for _, n := range c.Nodes {
 		page, err := n.Sidecar.Metrics()
 		if err != nil {
@@ -247,10 +259,10 @@ func shareStateRequests(t *testing.T, c *kafkacluster.Cluster) map[string]float6
 		}
 		for line := range strings.Lines(page) {
 			if m := re.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-				v, _ := strconv.ParseFloat(m[2], 64)
-				sums[m[1]] += v
+				v, _ := strconv.ParseFloat(m[1], 64)
+				sum += v
 			}
 		}
 	}
-	return sums
+	return sum
 }

@@ -6,9 +6,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,8 +37,8 @@ func TestIdleUpstreamKeepsThePersistersConnection(t *testing.T) {
 		t.Errorf("%d acknowledgements failed, the first: %s", len(failures), failures[0])
 	}
 	checkExactlyOnce(t, l, 3, records/3)
-	ends := sidecarMetricSum(t, s, `sharestate_proxy_upstream_idle_ends_total`)
-	closed := sidecarMetricSum(t, s, `sharestate_proxy_connections_closed_total{reason="upstream_closed"}`)
+	ends := sidecarMetricSum(t, s.cluster, `sharestate_proxy_upstream_idle_ends_total`)
+	closed := sidecarMetricSum(t, s.cluster, `sharestate_proxy_connections_closed_total{reason="upstream_closed"}`)
 	t.Logf("upstreams the brokers closed idle, their downstream kept: %v; connections closed with their upstream: %v", ends, closed)
 	if ends == 0 {
 		t.Error("no broker closed an idle upstream: the test did not reach the case")
@@ -81,25 +78,4 @@ func TestKafkasOwnPersister(t *testing.T) {
 		t.Fatal("__share_group_state holds nothing: the brokers did not use Kafka's own persister")
 	}
 	t.Logf("__share_group_state: %d bytes on the brokers", bytes)
-}
-
-// sidecarMetricSum sums a metric's samples (name with its labels, as /metrics prints them) over
-// every sidecar.
-func sidecarMetricSum(t *testing.T, s *system, series string) float64 {
-	t.Helper()
-	re := regexp.MustCompile(`^` + regexp.QuoteMeta(series) + ` ([0-9.e+]+)$`)
-	sum := 0.0
-	for _, n := range s.cluster.Nodes {
-		page, err := n.Sidecar.Metrics()
-		if err != nil {
-			t.Fatalf("scraping %s's sidecar: %v", n.Name(), err)
-		}
-		for line := range strings.Lines(page) {
-			if m := re.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-				v, _ := strconv.ParseFloat(m[1], 64)
-				sum += v
-			}
-		}
-	}
-	return sum
 }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -117,19 +115,7 @@ func awaitRecordedLeader(t *testing.T, ns, topicID, pod string) {
 // fencedWrites sums, over every sidecar, the Writes answered FENCED_LEADER_EPOCH or FENCED_STATE_EPOCH.
 func fencedWrites(t *testing.T, c *kafkacluster.Cluster) float64 {
 	t.Helper()
-	re := regexp.MustCompile(`^sharestate_sidecar_requests_total\{api="WriteShareGroupState",error="FENCED_(LEADER|STATE)_EPOCH"\} ([0-9.e+]+)$`)
-	sum := 0.0
-	for _, n := range c.Nodes {
-		page, err := n.Sidecar.Metrics()
-		if err != nil {
-			t.Fatalf("scraping %s's sidecar: %v", n.Name(), err)
-		}
-		for line := range strings.Lines(page) {
-			if m := re.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-				v, _ := strconv.ParseFloat(m[2], 64)
-				sum += v
-			}
-		}
-	}
-	return sum
+	const series = `sharestate_sidecar_requests_total{api="WriteShareGroupState",error="%s"}`
+	return sidecarMetricSum(t, c, fmt.Sprintf(series, "FENCED_LEADER_EPOCH")) +
+		sidecarMetricSum(t, c, fmt.Sprintf(series, "FENCED_STATE_EPOCH"))
 }
