@@ -76,6 +76,8 @@ func run(o options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	giveBack := localcluster.TakeTerminal()
+	defer giveBack()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	runDir, err := filepath.Abs(o.runDir)

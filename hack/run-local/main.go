@@ -50,7 +50,7 @@ func main() {
 }
 
 func run(opts localcluster.Options, op operator.Options, sc sidecar.Config) error {
-	giveBack := takeTerminal()
+	giveBack := localcluster.TakeTerminal()
 	defer giveBack()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package localcluster
 
 import (
 	"os"
@@ -9,14 +9,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// takeTerminal makes Ctrl-C reach this process alone. A terminal sends SIGINT to its whole foreground
-// process group, and under `make run` that group holds make too: make then dies of the signal (exit
+// TakeTerminal makes Ctrl-C reach this process alone. A terminal sends SIGINT to its whole foreground
+// process group, and under `make run` (or `make run-kafka`) that group holds make too: make then dies of the signal (exit
 // status 130) however cleanly this process stops. So when standard input is the terminal and our group
 // is its foreground, we move into a process group of our own and make that the foreground, as a shell
 // does for a job; the returned function gives the terminal back to the group we came from. The control
 // plane's processes already run in process groups of their own (envtest starts them so), and stop when
 // we stop them. Anywhere else (no terminal, or run in the background) it does nothing.
-func takeTerminal() (giveBack func()) {
+func TakeTerminal() (giveBack func()) {
 	fd := int(os.Stdin.Fd())
 	foreground, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 	if err != nil || foreground != unix.Getpgrp() {
