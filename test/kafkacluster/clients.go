@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +31,7 @@ var clientJVMOptions = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopA
 
 // Run runs mainClass with args to completion and returns its stdout; its stderr is kept in Dir.
 func (c Clients) Run(ctx context.Context, mainClass string, args ...string) (string, error) {
-	cmdArgs := append(append(clientJVMOptions[:len(clientJVMOptions):len(clientJVMOptions)], "-cp", Classpath(c.Assets, c.ShareTool), mainClass), args...)
-	cmd := exec.CommandContext(ctx, Java(), cmdArgs...)
+	cmd := exec.CommandContext(ctx, Java(), c.javaArgs(mainClass, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -48,14 +49,20 @@ func appendFile(path, s string) error {
 		return err
 	}
 	_, err = f.WriteString(s)
-	return errorsJoin(err, f.Close())
+	return errors.Join(err, f.Close())
 }
 
-func errorsJoin(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+// javaArgs are the JVM's arguments that run mainClass with args on Kafka's jars and ShareTool.
+func (c Clients) javaArgs(mainClass string, args ...string) []string {
+	out := append(slices.Clone(clientJVMOptions), "-cp", Classpath(c.Assets, c.ShareTool), mainClass)
+	return append(out, args...)
+}
+
+// startShareTool starts ShareTool with args as proc, its stdout (the record of what it did, one
+// line a fact) in the file out, its stderr in proc's log.
+func (c Clients) startShareTool(proc *process, out string, args ...string) error {
+	shell := fmt.Sprintf("exec %q \"$@\" > %q", Java(), out)
+	return proc.start(nil, "/bin/sh", append([]string{"-c", shell, "sh"}, c.javaArgs("ShareTool", args...)...)...)
 }
 
 func tailString(s string, n int) string {
@@ -144,10 +151,9 @@ func (c Clients) ShareGroups(ctx context.Context, args ...string) (string, error
 
 // Consumer is a running ShareTool share consumer.
 type Consumer struct {
-	Name    string
-	out     string
-	proc    process
-	started time.Time
+	Name string
+	out  string
+	proc process
 }
 
 // StartConsumer starts a share consumer of group on topic that releases the first delivery of every

@@ -25,13 +25,10 @@ func (c Clients) StartConsumerWith(name, topic, group string, o ConsumerOptions)
 		o.CommitTimeout = 30 * time.Second
 	}
 	con := &Consumer{Name: name, out: filepath.Join(c.Dir, name+".out"),
-		proc: process{name: name, logPath: filepath.Join(c.Dir, name+".log")}, started: time.Now()}
-	args := append(clientJVMOptions[:len(clientJVMOptions):len(clientJVMOptions)], "-cp", Classpath(c.Assets, c.ShareTool), "ShareTool",
-		"consume", c.Bootstrap, topic, group, fmt.Sprint(o.ReleaseEvery), fmt.Sprint(o.Idle.Milliseconds()),
-		fmt.Sprint(o.AckDelay.Milliseconds()), fmt.Sprint(o.CommitTimeout.Milliseconds()))
-	// ShareTool's stdout is the record of what it consumed: a file of its own, beside its log.
-	shell := fmt.Sprintf("exec %q \"$@\" > %q", Java(), con.out)
-	if err := con.proc.start(nil, "/bin/sh", append([]string{"-c", shell, "sh"}, args...)...); err != nil {
+		proc: process{name: name, logPath: filepath.Join(c.Dir, name+".log")}}
+	err := c.startShareTool(&con.proc, con.out, "consume", c.Bootstrap, topic, group, fmt.Sprint(o.ReleaseEvery),
+		fmt.Sprint(o.Idle.Milliseconds()), fmt.Sprint(o.AckDelay.Milliseconds()), fmt.Sprint(o.CommitTimeout.Milliseconds()))
+	if err != nil {
 		return nil, err
 	}
 	return con, nil

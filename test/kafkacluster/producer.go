@@ -22,11 +22,8 @@ type Producer struct {
 func (c Clients) StartProduceLoop(name, topic string, d time.Duration, perSecond int) (*Producer, error) {
 	p := &Producer{Name: name, out: filepath.Join(c.Dir, name+".out"),
 		proc: process{name: name, logPath: filepath.Join(c.Dir, name+".log")}}
-	args := append(clientJVMOptions[:len(clientJVMOptions):len(clientJVMOptions)], "-cp", Classpath(c.Assets, c.ShareTool), "ShareTool",
-		"produce-loop", c.Bootstrap, topic, fmt.Sprint(int64(d/time.Second)), fmt.Sprint(perSecond))
-	// ShareTool's stdout is the record of every send's outcome: a file of its own, beside its log.
-	shell := fmt.Sprintf("exec %q \"$@\" > %q", Java(), p.out)
-	if err := p.proc.start(nil, "/bin/sh", append([]string{"-c", shell, "sh"}, args...)...); err != nil {
+	err := c.startShareTool(&p.proc, p.out, "produce-loop", c.Bootstrap, topic, fmt.Sprint(int64(d/time.Second)), fmt.Sprint(perSecond))
+	if err != nil {
 		return nil, err
 	}
 	return p, nil
