@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // every version, lists keys 83–87 at exactly the versions the sidecar serves (Write and ReadSummary
 // v1 carry DeliveryCompleteCount), beside the broker's own APIs; and the version the broker's
 // persister will send for each, the lower of its own highest and the sidecar's, is one the sidecar
-// decodes.
+// decodes. A request at a version neither serves is answered as the broker answers it: subtest
+// "unsupported version".
 func TestApiVersionsThroughTheProxy(t *testing.T) {
 	s := startSystem(t, systemOptions{noOperator: true})
 	for _, n := range s.cluster.Nodes {
@@ -56,6 +58,72 @@ func TestApiVersionsThroughTheProxy(t *testing.T) {
 			}
 		}
 	}
+	t.Run("unsupported version", func(t *testing.T) { checkUnsupportedVersionAsKafka(t, s) })
+}
+
+// checkUnsupportedVersionAsKafka sends a WriteShareGroupState one version above the highest the
+// sidecar serves to the broker's own listener, to the sidecar and to its proxy. Kafka 4.4.0's broker
+// closes such a connection without an answer (org.apache.kafka.network.Processor.parseRequestHeader
+// throws UnsupportedVersionException and kafka.network.Processor.processCompletedReceives closes the
+// channel on any exception from it: kafka-server and kafka_2.13 4.4.0, commit 1156b2752aaa28ea); the
+// sidecar and the proxy must do the same, name the key and version in their logs and count the
+// request as UNSUPPORTED_VERSION. A broker's persister meets UNSUPPORTED_VERSION before it sends:
+// its NetworkClient picks a version from the ApiVersions answer, which the test above checks.
+func checkUnsupportedVersionAsKafka(t *testing.T, s *system) {
+	write, _ := kafkawire.LookupAPI(kafkawire.KeyWriteShareGroupState)
+	version := write.MaxVersion + 1
+	n := s.cluster.Nodes[0]
+	targets := []struct{ who, addr string }{
+		{"the broker itself", n.ClientAddress},
+		{"the sidecar", n.Sidecar.DirectAddress},
+		{"the proxy", n.Sidecar.ProxyAddress},
+	}
+	for _, target := range targets {
+		answer, err := sendUnanswerable(target.addr, version)
+		if err != nil {
+			t.Errorf("%s: %v", target.who, err)
+			continue
+		}
+		if answer != nil {
+			t.Errorf("%s answered WriteShareGroupState v%d with %d bytes; Kafka's broker closes the connection", target.who, version, len(answer))
+			continue
+		}
+		t.Logf("%s closed the connection on WriteShareGroupState v%d without an answer", target.who, version)
+	}
+	notServed := fmt.Sprintf("API key %d (WriteShareGroupState) version %d is not served", kafkawire.KeyWriteShareGroupState, version)
+	if log := n.Sidecar.Log(); strings.Count(log, notServed) < 2 {
+		t.Errorf("the sidecar's log names %q %d times, want 2 (sidecar and proxy)", notServed, strings.Count(log, notServed))
+	}
+	series := `sharestate_sidecar_requests_total{api="WriteShareGroupState",error="UNSUPPORTED_VERSION"}`
+	if got := sidecarMetricSum(t, s.cluster, series); got < 2 {
+		t.Errorf("%s = %v, want at least 2", series, got)
+	}
+}
+
+// sendUnanswerable sends a WriteShareGroupState at version v to addr and returns what comes back
+// before the connection closes: nil if it closes without a byte, an error if it stays open 30 s.
+func sendUnanswerable(addr string, v int16) ([]byte, error) {
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.Version = v
+	req.GroupID = "orders-processors"
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("sharestate-test")).AppendRequest(nil, req, 7)
+	if _, err := conn.Write(frame); err != nil {
+		return nil, err
+	}
+	answer, err := io.ReadAll(conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return nil, fmt.Errorf("no answer and no close in 30 s after WriteShareGroupState v%d", v)
+	}
+	if len(answer) == 0 {
+		return nil, nil // closed (EOF or reset), as Kafka's broker does
+	}
+	return answer, nil
 }
 
 // apiVersions asks addr for its ApiVersions at version v and returns its APIs by key.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 )
 
 // Why a proxied connection is closed, beyond the Server's reasons (server_dispatch.go).
@@ -335,6 +337,12 @@ func (c *proxyConn) answerLocally(key int16) error {
 	req, err := decodeRecovering(frame)
 	if err != nil {
 		s.queued.Release(int64(size))
+		// A share-state request refused here is counted as the sidecar's server counts it, by API and
+		// error (UNSUPPORTED_VERSION, INVALID_REQUEST): both serve the same persister.
+		var r *refusal
+		if errors.As(err, &r) && r.code != sharestate.ErrNone {
+			s.metrics.countRequest(r.api, r.code)
+		}
 		return err
 	}
 	ex := &exchange{done: make(chan struct{})}

@@ -100,3 +100,25 @@ func TestProxyRefusesSASLHandshakeV0(t *testing.T) {
 		t.Errorf("the upstream received keys %v, want the v1 handshake and the Metadata only", keys)
 	}
 }
+
+// TestProxyCountsUnsupportedVersions: a share-state request at a version the proxy does not serve
+// closes the connection, as a Kafka broker does, and is counted as the sidecar's server counts it:
+// by API, with UNSUPPORTED_VERSION.
+func TestProxyCountsUnsupportedVersions(t *testing.T) {
+	up := startUpstream(t, func(_, _ int16, corrID int32, frame []byte) upstreamAnswer {
+		return upstreamAnswer{body: echoBody(corrID, frame)}
+	})
+	p, addr := startProxy(t, ProxyOptions{Store: &echoStore{}, Upstream: up.ln.Addr().String()})
+	write, _ := LookupAPI(KeyWriteShareGroupState)
+	c := dialRaw(t, addr)
+	noTaggedFields := []byte{0}
+	if _, err := c.Write(wiretest.RawFrame(KeyWriteShareGroupState, write.MaxVersion+1, 7, noTaggedFields)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+	waitForClosed(t, p, closedUnsupport)
+	counted := p.local.metrics.requestsTotal.WithLabelValues("WriteShareGroupState", "UNSUPPORTED_VERSION")
+	if n := testutil.ToFloat64(counted); n != 1 {
+		t.Fatalf("WriteShareGroupState answered UNSUPPORTED_VERSION counted %v times, want 1", n)
+	}
+}
