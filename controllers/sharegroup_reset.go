@@ -33,8 +33,8 @@ const maxResetRounds = 3
 // initializes every named partition at it with the new start offset, which fences every live leader.
 // The recorded request id makes a request run once however often the group is reconciled.
 //
-// The reset owns status.lastOffsetReset and the OffsetReset condition; its start, written here
-// conditionally on the group's resourceVersion, moves the scope's stored group.
+// The reset owns status.lastOffsetReset and the OffsetReset condition; its start and its completion,
+// each written here conditionally on the group's resourceVersion, move the scope's stored group.
 func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope) error {
 	sg := s.group
 	req := sg.Spec.OffsetReset
@@ -80,15 +80,29 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope
 		}
 		last = nil // start again at a higher epoch
 	}
+	return r.completeReset(ctx, s, int32(len(targets)))
+}
+
+// completeReset records the reset's completion in one status write conditional on the group's
+// resourceVersion, and only once that write succeeded reports it with an event. Recorded before the
+// write, the event would be recorded again by every pass that retries a failed write; and a pass
+// working on a cached group from before the completion conflicts here instead of completing (and
+// reporting) the reset a second time. The scope's group takes the completion only once it is stored:
+// the pass's final status write must not store it behind the event's back.
+func (r *ShareGroupReconciler) completeReset(ctx context.Context, s *groupScope, partitions int32) error {
+	done := s.group.DeepCopy()
+	reset := done.Status.LastOffsetReset
 	now := metav1.NewTime(r.Now())
-	sg.Status.LastOffsetReset.CompletionTime = &now
-	sg.Status.LastOffsetReset.Partitions = int32(len(targets))
-	meta.SetStatusCondition(&sg.Status.Conditions, metav1.Condition{
-		Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonResetCompleted, ObservedGeneration: sg.Generation,
-		Message: fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", req.ID, len(targets), sg.Status.LastOffsetReset.StateEpoch),
-	})
-	r.Recorder.Eventf(sg, nil, "Normal", sharestatev1.EventReasonOffsetReset, "Reset",
-		"reset %q initialized %d partitions at state epoch %d", req.ID, len(targets), sg.Status.LastOffsetReset.StateEpoch)
+	reset.CompletionTime, reset.Partitions = &now, partitions
+	message := fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", reset.ID, partitions, reset.StateEpoch)
+	meta.SetStatusCondition(&done.Status.Conditions, metav1.Condition{Type: sharestatev1.ConditionOffsetReset,
+		Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonResetCompleted, ObservedGeneration: done.Generation, Message: message})
+	if err := r.Client.Status().Update(ctx, done); err != nil {
+		return fmt.Errorf("recording the completion of reset %q: %w", reset.ID, err)
+	}
+	*s.group = *done
+	s.stored = done.DeepCopy()
+	r.Recorder.Eventf(s.group, nil, "Normal", sharestatev1.EventReasonOffsetReset, "Reset", "%s", message)
 	return nil
 }
 
