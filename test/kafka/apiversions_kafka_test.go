@@ -5,6 +5,7 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -117,7 +118,7 @@ func sendUnanswerable(addr string, v int16) ([]byte, error) {
 		return nil, err
 	}
 	answer, err := io.ReadAll(conn)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return nil, fmt.Errorf("no answer and no close in 30 s after WriteShareGroupState v%d", v)
 	}
 	if len(answer) == 0 {
