@@ -8,15 +8,51 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sharestate/sharestate-operator/pkg/sharestate"
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
-// The schema's pattern for a stored batch and the codec's must be one and the same, or the API server
-// would accept batches the persister reports as corrupt (or refuse ones it writes).
-func TestStateBatchSchemaPatternIsTheCodecs(t *testing.T) {
-	path := filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "sharestate.dev_sharepartitionstates.yaml")
-	raw, err := os.ReadFile(path)
+// The schema checks a stored batch with a CEL rule that says what is wrong, not with a pattern, which
+// the API server would quote whole in every refusal. (That it accepts what the codec parses, and only
+// that, is TestStateBatchSchemaAcceptsWhatTheCodecParses.)
+func TestStateBatchSchemaHasNoPattern(t *testing.T) {
+	crd := readCRD(t, "sharestate.dev_sharepartitionstates.yaml")
+	items := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["stateBatches"].Items.Schema
+	if items.Pattern != "" {
+		t.Errorf("CRD pattern %q: a refusal would quote it whole", items.Pattern)
+	}
+	if len(items.XValidations) != 1 || items.XValidations[0].MessageExpression == "" {
+		t.Errorf("CRD rules %+v, want one with a messageExpression", items.XValidations)
+	}
+	if items.MaxLength == nil || *items.MaxLength < int64(len("9223372036854775807-9223372036854775807/4/32767")) {
+		t.Errorf("CRD maxLength %v is below the longest valid batch", items.MaxLength)
+	}
+}
+
+// One bound for partitions: a declared topic has at most MaxPartitions, so no partition index, of a
+// SharePartitionState or of a reset, reaches it.
+func TestPartitionBoundsAreMaxPartitions(t *testing.T) {
+	groups := readCRD(t, "sharestate.dev_sharegroups.yaml").Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	states := readCRD(t, "sharestate.dev_sharepartitionstates.yaml").Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	for _, c := range []struct {
+		what   string
+		schema apiextensionsv1.JSONSchemaProps
+		want   float64
+	}{
+		{"ShareGroup spec.topics[].partitions", groups.Properties["topics"].Items.Schema.Properties["partitions"], sharestatev1.MaxPartitions},
+		{"ShareGroup spec.offsetReset.topics[].partitions[]",
+			*groups.Properties["offsetReset"].Properties["topics"].Items.Schema.Properties["partitions"].Items.Schema, sharestatev1.MaxPartitions - 1},
+		{"SharePartitionState spec.partition", states.Properties["partition"], sharestatev1.MaxPartitions - 1},
+	} {
+		if c.schema.Maximum == nil || *c.schema.Maximum != c.want {
+			t.Errorf("%s: maximum %v, want %v", c.what, c.schema.Maximum, c.want)
+		}
+	}
+}
+
+func readCRD(t *testing.T, file string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,13 +60,7 @@ func TestStateBatchSchemaPatternIsTheCodecs(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &crd); err != nil {
 		t.Fatal(err)
 	}
-	items := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["stateBatches"].Items.Schema
-	if items.Pattern != sharestate.BatchPattern {
-		t.Errorf("CRD pattern %q, codec pattern %q", items.Pattern, sharestate.BatchPattern)
-	}
-	if items.MaxLength == nil || *items.MaxLength < int64(len("9223372036854775807-9223372036854775807/4/32767")) {
-		t.Errorf("CRD maxLength %v is below the longest valid batch", items.MaxLength)
-	}
+	return &crd
 }
 
 // kubectl get shows what an operator needs: the group id by default and, with -o wide, why a group is

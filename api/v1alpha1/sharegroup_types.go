@@ -18,7 +18,7 @@ type ShareGroupTopic struct {
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
 	Name string `json:"name,omitempty"`
 
-	// partitions is the topic's partition count.
+	// partitions is the topic's partition count, at most 1000000 (MaxPartitions).
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000000
@@ -98,6 +98,7 @@ type OffsetResetTopic struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=10000
 	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=999999
 	Partitions []int32 `json:"partitions,omitempty"`
 }
 
@@ -172,44 +173,52 @@ type OffsetResetStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
-// ShareGroupStatus aggregates the group's share-partitions.
+// ShareGroupStatus aggregates the group's share-partitions. Its counts are always present, 0 included
+// (a default, and no omitempty): kubectl get shows a 0 as 0 where an absent field would leave its column
+// blank, and a merge patch of a status in which a count stays 0 would never add a missing one.
 type ShareGroupStatus struct {
 	// stateEpoch is the highest state epoch of the group's partitions.
 	// +optional
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="status.stateEpoch may not be lowered"
-	StateEpoch int32 `json:"stateEpoch,omitempty"`
+	StateEpoch int32 `json:"stateEpoch"`
 
 	// partitions is the number of the group's SharePartitionStates.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
-	Partitions int32 `json:"partitions,omitempty"`
+	Partitions int32 `json:"partitions"`
 
 	// initializedPartitions counts the partitions whose state is initialized.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
-	InitializedPartitions int32 `json:"initializedPartitions,omitempty"`
+	InitializedPartitions int32 `json:"initializedPartitions"`
 
 	// fencedPartitions counts the partitions fenced and not yet taken by a new leader.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
-	FencedPartitions int32 `json:"fencedPartitions,omitempty"`
+	FencedPartitions int32 `json:"fencedPartitions"`
 
 	// partitionsWithLeader counts the partitions that have a recorded leader.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
-	PartitionsWithLeader int32 `json:"partitionsWithLeader,omitempty"`
+	PartitionsWithLeader int32 `json:"partitionsWithLeader"`
 
 	// inFlightRecords sums, over the partitions, the offsets the state batches cover that are not complete.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
-	InFlightRecords int64 `json:"inFlightRecords,omitempty"`
+	InFlightRecords int64 `json:"inFlightRecords"`
 
 	// deliveryCompleteRecords sums the partitions' known deliveryCompleteCount.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
-	DeliveryCompleteRecords int64 `json:"deliveryCompleteRecords,omitempty"`
+	DeliveryCompleteRecords int64 `json:"deliveryCompleteRecords"`
 
 	// lastOffsetReset is the last offset reset request handled.
 	// +optional
