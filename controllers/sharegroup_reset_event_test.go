@@ -110,7 +110,7 @@ func holdCompletion(t *testing.T, ns string, sg *sharestatev1.ShareGroup) {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return nil
 		}
-		return fmt.Errorf("the policy is not in force yet: the probe got %v", err)
+		return fmt.Errorf("the policy is not in force yet: the probe got %w", err)
 	})
 }
 
