@@ -51,10 +51,11 @@ func parseFlags() *flags {
 	flag.DurationVar(&cfg.ProxyMetadataInterval, "proxy-metadata-interval", sidecar.DefaultProxyMetadataInterval,
 		"in proxy mode, how often the upstream's metadata is read: to report (log, event, metric) a broker that advertises another "+
 			"port than the proxy's for its inter-broker listener, and to delete the SharePartitionStates of deleted topics; 0 disables both")
-	flag.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
+	flag.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", sidecar.DefaultHealthProbeBindAddress,
 		"address of /healthz and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
 	flag.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",
-		`address of /metrics; 0 disables it (default ":8443", or "127.0.0.1:8080" with --metrics-secure=false)`)
+		`address of /metrics; 0 disables it (default "`+sidecar.DefaultSecureMetricsAddress+`", or "`+
+			sidecar.DefaultPlainMetricsAddress+`" with --metrics-secure=false)`)
 	flag.BoolVar(&cfg.SecureMetrics, "metrics-secure", true,
 		"serve /metrics over HTTPS, to scrapers whose token and access to /metrics the API server accepts (the service account "+
 			"needs to create tokenreviews and subjectaccessreviews); false: plain HTTP, on a loopback address only")

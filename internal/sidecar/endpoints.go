@@ -15,12 +15,17 @@ import (
 	"github.com/sharestate/sharestate-operator/internal/metricsauth"
 )
 
-// Where /metrics is served when Config.MetricsBindAddress is empty. Over HTTPS, on every interface, as
-// the operator's (kubebuilder's :8443); over plain HTTP, only on loopback: anyone who reaches the pod
-// could read it otherwise.
+// The sidecar's HTTP endpoints by default. The sidecar shares the broker pod's network, so its ports
+// must be none the broker's own processes take: not kubebuilder's :8443 and :8080, which Strimzi's
+// Kafka agent binds in every broker pod, nor Strimzi's 9090 and up or the Apache Kafka image's 9092
+// and 9093. 9087 and 9088, beside the Kafka listener's 9089, lie between the agent's ports and
+// Strimzi's listeners, where Strimzi lets no listener go (docs/kafka-integration.md, "The sidecar's
+// ports"). /metrics is served over HTTPS on every interface, or over plain HTTP on loopback only:
+// anyone who reaches the pod could read it otherwise.
 const (
-	DefaultSecureMetricsAddress = ":8443"
-	DefaultPlainMetricsAddress  = "127.0.0.1:8080"
+	DefaultHealthProbeBindAddress = ":9087"
+	DefaultSecureMetricsAddress   = ":9088"
+	DefaultPlainMetricsAddress    = "127.0.0.1:9088"
 )
 
 // metricsAddress is where /metrics is served, "0" for nowhere.

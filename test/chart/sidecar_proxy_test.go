@@ -76,7 +76,7 @@ func TestSidecarProxyModeRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, values, wantInError string
 	}{
-		{"port taken", "sidecar: {proxy: {enabled: true, port: 8081}}", "and from sidecar.proxy.port when proxy mode is on"},
+		{"port taken", "sidecar: {proxy: {enabled: true, port: 9087}}", "and from sidecar.proxy.port when proxy mode is on"},
 		{"client CA without a volume", "sidecar: {proxy: {enabled: true, tls: {verifyClients: true}}}", "sidecar.proxy.tls.verifyClients needs sidecar.proxy.tls.volumeName"},
 		{"upstream without a port", `sidecar: {proxy: {enabled: true, upstreamAddress: "127.0.0.1"}}`, "'/sidecar/proxy/upstreamAddress'"},
 		{"unknown field", "sidecar: {proxy: {listen: 9091}}", "additional properties 'listen' not allowed"},
@@ -89,7 +89,7 @@ func TestSidecarProxyModeRefused(t *testing.T) {
 		})
 	}
 	// Proxy mode off: its port may be any other's.
-	render(t, "--set", "sidecar.example.enabled=true", "-f", valuesFile(t, "sidecar: {proxy: {port: 8081}}"))
+	render(t, "--set", "sidecar.example.enabled=true", "-f", valuesFile(t, "sidecar: {proxy: {port: 9087}}"))
 }
 
 // withoutProxyArgs is c without its proxy flags.

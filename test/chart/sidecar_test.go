@@ -123,7 +123,7 @@ func defaultSidecar(t *testing.T) sidecarWant {
 	return sidecarWant{
 		brokerArg: "--broker-id=$(BROKER_ID)", brokerFieldPath: podIndexFieldPath,
 		image:  "ghcr.io/sharestate/sharestate-sidecar:" + chartAppVersion(t),
-		listen: 9089, health: 8081, metrics: 8443,
+		listen: 9089, health: 9087, metrics: 9088,
 	}
 }
 
