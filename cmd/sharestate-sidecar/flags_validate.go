@@ -6,15 +6,18 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/sharestate/sharestate-operator/internal/sidecar"
 )
 
 // validateFlags refuses flag values the sidecar would otherwise take silently for something else: a
-// zero limit that a library reads as "use the default", a negative timeout. Every problem is reported
-// at once, so that one start shows them all.
-func validateFlags(cfg sidecar.Config) error {
-	errs := []error{cfg.Validate()}
+// zero limit that a library reads as "use the default", a negative timeout; and what the sidecar
+// cannot run without. Every problem is reported at once, so that one start shows them all.
+func validateFlags(f *flags) error {
+	cfg := f.Config
+	var errs []error
+	if !f.brokerIDSet {
+		errs = append(errs, errors.New("--broker-id is required: the node.id of the broker this sidecar serves"))
+	}
+	errs = append(errs, cfg.Validate())
 	if cfg.Namespace != "" {
 		if problems := validation.IsDNS1123Label(cfg.Namespace); len(problems) > 0 {
 			errs = append(errs, fmt.Errorf("--namespace=%q is not a valid namespace name: %s", cfg.Namespace, problems[0]))

@@ -48,10 +48,10 @@ func (c Config) validateMetricsAddress() error {
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("the metrics address %q: %w", addr, err)
+		return nil // validateAddresses names the malformed address
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("the metrics address %q is not a loopback address (e.g. %s): plain-HTTP metrics are served on loopback only; "+
+		return fmt.Errorf("--metrics-bind-address=%q is not a loopback address (e.g. %s): plain-HTTP metrics are served on loopback only; "+
 			"serve them securely (--metrics-secure) to serve them beyond the pod", addr, DefaultPlainMetricsAddress)
 	}
 	return nil
@@ -69,7 +69,7 @@ func serveEndpoints(restCfg *rest.Config, cfg Config, ready func(context.Context
 	if addr := cfg.HealthProbeBindAddress; addr != "0" && addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("listening for health probes on %s: %w", addr, err)
+			return nil, fmt.Errorf("--health-probe-bind-address=%s: %w", addr, err)
 		}
 		health = &http.Server{Handler: HealthHandler(ready, cfg.Logger.WithName("health")), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
@@ -86,7 +86,7 @@ func serveEndpoints(restCfg *rest.Config, cfg Config, ready func(context.Context
 		go func() {
 			defer close(metricsDone)
 			if err := metrics.Start(ctx); err != nil {
-				errs <- fmt.Errorf("serving metrics on %s: %w", cfg.metricsAddress(), err)
+				errs <- fmt.Errorf("--metrics-bind-address=%s: %w", cfg.metricsAddress(), err)
 			}
 		}()
 	}

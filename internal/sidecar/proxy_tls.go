@@ -28,16 +28,19 @@ type ProxyTLS struct {
 	UpstreamServerName string
 }
 
-func (t ProxyTLS) validate() error {
-	switch {
-	case (t.CertFile == "") != (t.KeyFile == ""):
-		return errors.New("--proxy-tls-cert-file and --proxy-tls-key-file go together")
-	case t.ClientCAFile != "" && t.CertFile == "":
-		return errors.New("--proxy-tls-client-ca-file needs --proxy-tls-cert-file and --proxy-tls-key-file")
-	case !t.Upstream && (t.UpstreamCAFile != "" || t.UpstreamServerName != ""):
-		return errors.New("--proxy-upstream-tls-ca-file and --proxy-upstream-tls-server-name need --proxy-upstream-tls")
+// validate names every TLS flag given without the ones it needs.
+func (t ProxyTLS) validate() []error {
+	var errs []error
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		errs = append(errs, errors.New("--proxy-tls-cert-file and --proxy-tls-key-file go together"))
 	}
-	return nil
+	if t.ClientCAFile != "" && t.CertFile == "" {
+		errs = append(errs, errors.New("--proxy-tls-client-ca-file needs --proxy-tls-cert-file and --proxy-tls-key-file"))
+	}
+	if !t.Upstream && (t.UpstreamCAFile != "" || t.UpstreamServerName != "") {
+		errs = append(errs, errors.New("--proxy-upstream-tls-ca-file and --proxy-upstream-tls-server-name need --proxy-upstream-tls"))
+	}
+	return errs
 }
 
 // serverConfig is the TLS the proxy terminates, nil for none. The certificate is watched until ctx

@@ -86,27 +86,6 @@ type Config struct {
 	Logger logr.Logger
 }
 
-// Validate refuses a configuration the sidecar cannot serve with.
-func (c Config) Validate() error {
-	switch {
-	case c.ListenAddress == "":
-		return errors.New("the listen address is required")
-	case c.Namespace == "":
-		return errors.New("the namespace is required (--namespace, or POD_NAMESPACE from the downward API)")
-	case c.Identity.BrokerID < 0:
-		return errors.New("the broker id is required (--broker-id)")
-	case c.Identity.PodName == "":
-		// Without it the operator cannot tell when this broker is gone, and never fences its partitions.
-		return errors.New("the pod name is required (--pod-name, or POD_NAME from the downward API)")
-	case (c.ProxyListenAddress == "") != (c.ProxyUpstreamAddress == ""):
-		return errors.New("proxy mode needs both --proxy-listen-address and --proxy-upstream-address")
-	}
-	if err := c.ProxyTLS.validate(); err != nil {
-		return err
-	}
-	return c.validateMetricsAddress()
-}
-
 // ProxyMode reports whether the configuration turns proxy mode on.
 func (c Config) ProxyMode() bool { return c.ProxyListenAddress != "" && c.ProxyUpstreamAddress != "" }
 
@@ -118,9 +97,11 @@ type kafkaService interface {
 	Serving() bool
 }
 
-// listening is a service, the address it serves on, and the TLS it terminates (nil: none).
+// listening is a service, the address it serves on and the flag that set it, and the TLS it
+// terminates (nil: none).
 type listening struct {
 	name    string
+	flag    string
 	address string
 	service kafkaService
 	tls     *tls.Config
@@ -167,7 +148,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 				_ = l.Close()
 			}
 			stopHTTP()
-			return fmt.Errorf("listening on %s: %w", s.address, err)
+			return fmt.Errorf("%s=%s: %w", s.flag, s.address, err)
 		}
 		if s.tls != nil {
 			ln = tls.NewListener(ln, s.tls)
@@ -223,7 +204,7 @@ func newServices(ctx context.Context, restCfg *rest.Config, cfg Config) ([]liste
 	if err != nil {
 		return nil, err
 	}
-	services := []listening{{name: "the share-state persister over the Kafka protocol", address: cfg.ListenAddress, service: srv}}
+	services := []listening{{name: "the share-state persister over the Kafka protocol", flag: "--listen-address", address: cfg.ListenAddress, service: srv}}
 	if !cfg.ProxyMode() {
 		return services, nil
 	}
@@ -257,7 +238,7 @@ func newProxy(ctx context.Context, store sharestate.Store, cfg Config) (listenin
 		return listening{}, err
 	}
 	return listening{name: "the Kafka-protocol proxy to " + cfg.ProxyUpstreamAddress,
-		address: cfg.ProxyListenAddress, service: proxy, tls: serverTLS}, nil
+		flag: "--proxy-listen-address", address: cfg.ProxyListenAddress, service: proxy, tls: serverTLS}, nil
 }
 
 // newStore builds the persister on clients of its own.
