@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,18 +38,22 @@ func aggregate(sg *sharestatev1.ShareGroup, partitions []sharestatev1.ShareParti
 	if r := status.LastOffsetReset; r != nil {
 		status.StateEpoch = max(status.StateEpoch, r.StateEpoch)
 	}
-	meta.SetStatusCondition(&status.Conditions, readyCondition(sg, status))
+	meta.SetStatusCondition(&status.Conditions, readyCondition(sg, status, undeclared(sg, partitions)))
 	meta.SetStatusCondition(&status.Conditions, fencedCondition(sg, status))
 	status.ObservedGeneration = sg.Generation
 	return status
 }
 
-func readyCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatus) metav1.Condition {
+// readyCondition says whether the group is Ready, and if not, why: first what waits for the user
+// (a refused reset, state nothing reads), then what the system is still doing.
+func readyCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatus, undeclared []string) metav1.Condition {
 	c := metav1.Condition{Type: sharestatev1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: sg.Generation}
 	refusal := resetRefusal(sg, s.Conditions)
 	switch {
 	case refusal != nil: // what the user asked for will not happen until they change it: say so first
 		c.Reason, c.Message = sharestatev1.ReasonResetRefused, refusal.Message
+	case len(undeclared) > 0:
+		c.Reason, c.Message = sharestatev1.ReasonUndeclaredPartitionStates, undeclaredMessage(sg, undeclared)
 	case s.Partitions == 0:
 		c.Reason, c.Message = sharestatev1.ReasonNoPartitions, "no share-partition state exists for the group yet"
 	case s.FencedPartitions > 0:
@@ -68,4 +74,33 @@ func fencedCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatu
 	}
 	return metav1.Condition{Type: sharestatev1.ConditionFenced, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonNoPartitionFenced,
 		Message: "no partition is fenced", ObservedGeneration: sg.Generation}
+}
+
+// undeclared lists, sorted, the partitions whose state the group holds although spec.topics does not
+// declare them (semantics §6), as "<name> (topic <topicId>, partition <n>)". The brokers are answered
+// UNKNOWN_TOPIC_OR_PARTITION for such a partition, so nothing reads its state: its topic was re-created
+// under a new id or declared with fewer partitions since, or the declaration is wrong.
+func undeclared(sg *sharestatev1.ShareGroup, partitions []sharestatev1.SharePartitionState) []string {
+	var out []string
+	for i := range partitions {
+		p := &partitions[i]
+		if !sg.Declares(p.Spec.TopicID, p.Spec.Partition) {
+			out = append(out, fmt.Sprintf("%s (topic %s, partition %d)", p.Name, p.Spec.TopicID, p.Spec.Partition))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// undeclaredMessage is the Ready condition's message for the state of undeclared partitions: how
+// many, the first maxNamesInMessage of them, and what to do.
+func undeclaredMessage(sg *sharestatev1.ShareGroup, undeclared []string) string {
+	listed := undeclared[:min(len(undeclared), maxNamesInMessage)]
+	more := ""
+	if len(undeclared) > len(listed) {
+		more = fmt.Sprintf(" and %d more", len(undeclared)-len(listed))
+	}
+	return fmt.Sprintf("%d SharePartitionStates of group %q hold the state of partitions spec.topics does not declare, "+
+		"which the brokers are answered UNKNOWN_TOPIC_OR_PARTITION for and nothing reads: %s%s; declare them in spec.topics "+
+		"if they are still wanted, else delete them", len(undeclared), sg.Spec.GroupID, strings.Join(listed, ", "), more)
 }

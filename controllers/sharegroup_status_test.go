@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,47 @@ func TestTotalsRefreshAfterAnEarlyPass(t *testing.T) {
 	now = slot.Add(-period / 2)
 	if next := r.nextTotalsRefresh(uid); next != period/2 {
 		t.Fatalf("pass half a period before the slot: next refresh in %s, want %s (the slot)", next, period/2)
+	}
+}
+
+// State of partitions the group no longer declares (its topic re-created under a new id, its
+// partition count lowered) is read by nobody: the group is not Ready, and says which they are.
+func TestAggregateFlagsUndeclaredPartitions(t *testing.T) {
+	const topicA, topicB = sharestatev1.TopicID("q1Sh0o2QRbuBzMz8vEMbvQ"), sharestatev1.TopicID("AAAAAAAAAAAAAAAAAAAAAQ")
+	now := metav1.Now()
+	partition := func(topic sharestatev1.TopicID, p int32) sharestatev1.SharePartitionState {
+		obj := sharestatev1.SharePartitionState{Spec: sharestatev1.SharePartitionStateSpec{GroupID: "g", TopicID: topic, Partition: p},
+			Status: sharestatev1.SharePartitionStateStatus{CreateTime: &now, Leader: &sharestatev1.LeaderRef{PodName: "kafka-0"}}}
+		obj.Name = sharestatev1.SharePartitionStateName("g", string(topic), p)
+		return obj
+	}
+	declaring := func(topics ...sharestatev1.ShareGroupTopic) *sharestatev1.ShareGroup {
+		return &sharestatev1.ShareGroup{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: sharestatev1.ShareGroupSpec{GroupID: "g", Topics: topics}}
+	}
+	partitions := []sharestatev1.SharePartitionState{partition(topicA, 0), partition(topicA, 2), partition(topicB, 0)}
+	tests := []struct {
+		name       string
+		group      *sharestatev1.ShareGroup
+		wantReason string
+		wantIn     []string
+	}{
+		{"partition count lowered, topic re-created", declaring(sharestatev1.ShareGroupTopic{TopicID: topicA, Partitions: 1}),
+			sharestatev1.ReasonUndeclaredPartitionStates,
+			[]string{"2 SharePartitionStates", "topic " + string(topicA) + ", partition 2", "topic " + string(topicB) + ", partition 0", partitions[1].Name}},
+		{"every partition declared", declaring(sharestatev1.ShareGroupTopic{TopicID: topicA, Partitions: 3}, sharestatev1.ShareGroupTopic{TopicID: topicB, Partitions: 1}),
+			sharestatev1.ReasonAllPartitionsReady, nil},
+		{"nothing declared: every partition is known", declaring(), sharestatev1.ReasonAllPartitionsReady, nil},
+	}
+	for _, tt := range tests {
+		s := aggregate(tt.group, partitions, sharestatev1.ShareGroupStatus{})
+		c := meta.FindStatusCondition(s.Conditions, sharestatev1.ConditionReady)
+		if c.Reason != tt.wantReason || (c.Status == metav1.ConditionTrue) != (tt.wantReason == sharestatev1.ReasonAllPartitionsReady) {
+			t.Errorf("%s: Ready %+v, want reason %s", tt.name, c, tt.wantReason)
+		}
+		for _, w := range tt.wantIn {
+			if !strings.Contains(c.Message, w) {
+				t.Errorf("%s: Ready's message %q does not name %q", tt.name, c.Message, w)
+			}
+		}
 	}
 }

@@ -11,7 +11,8 @@ const (
 
 // Condition types of ShareGroup.
 const (
-	// ConditionReady is True when every share-partition of the group is initialized and none is fenced.
+	// ConditionReady is True when every share-partition of the group is initialized, none is fenced,
+	// and each is of a partition spec.topics declares.
 	ConditionReady = "Ready"
 	// ConditionOffsetReset reports the last offset reset request: True when done, False when refused.
 	ConditionOffsetReset = "OffsetReset"
@@ -50,6 +51,10 @@ const (
 	ReasonPartitionsFenced = "PartitionsFenced"
 	// ReasonPartitionsNotInitialized: some partitions are not initialized.
 	ReasonPartitionsNotInitialized = "PartitionsNotInitialized"
+	// ReasonUndeclaredPartitionStates: the group has the state of partitions its spec.topics does not
+	// declare (a topic re-created under a new id, or declared with fewer partitions since): the brokers
+	// are answered UNKNOWN_TOPIC_OR_PARTITION for them, and nothing reads that state.
+	ReasonUndeclaredPartitionStates = "UndeclaredPartitionStates"
 	// ReasonResetCompleted: the offset reset request was carried out.
 	ReasonResetCompleted = "ResetCompleted"
 	// ReasonResetUndeclaredTopic: the offset reset names a topic that spec.topics does not declare.

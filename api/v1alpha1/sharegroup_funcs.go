@@ -135,6 +135,16 @@ func (sg *ShareGroup) NextResetStateEpoch(partitions []SharePartitionState) int6
 // 2147483647, which would leave no room for the operator's fence.
 const MaxResetStateEpoch = math.MaxInt32 - 1
 
+// Declares reports whether the group knows the partition by its declaration (semantics §6): every
+// partition when spec.topics declares no topic, else one of a declared topic below its partition count.
+func (sg *ShareGroup) Declares(topic TopicID, partition int32) bool {
+	if len(sg.Spec.Topics) == 0 {
+		return true
+	}
+	i := slices.IndexFunc(sg.Spec.Topics, func(d ShareGroupTopic) bool { return d.TopicID == topic })
+	return i >= 0 && partition < sg.Spec.Topics[i].Partitions
+}
+
 // DeclaredTopicName returns the name spec.topics gives the topic, or "" when it declares none.
 func (sg *ShareGroup) DeclaredTopicName(id TopicID) string {
 	for _, t := range sg.Spec.Topics {
