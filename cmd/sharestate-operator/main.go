@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -61,7 +62,7 @@ func main() {
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0",
 		"address of Go's /debug/pprof profiles, unauthenticated (bind it to loopback, e.g. 127.0.0.1:6060); 0 disables them")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader among replicas, so one operator is active at a time")
-	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's; required with --leader-elect outside a pod)")
 	flag.Var(&watch, "watch-namespace", "namespace to watch (repeatable, or comma-separated); all namespaces when unset")
 	flag.DurationVar(&opts.NotReadyGrace, "fence-not-ready-after", 0,
 		"also fence a leader whose pod has not been Ready for this long (0: only gone, terminating, finished or replaced pods)")
@@ -80,7 +81,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	// What stops the operator before it starts is one line for a person, not a log entry with a stack.
-	if err := opts.Validate(); err != nil {
+	if err := errors.Join(opts.Validate(), checkLeaderElection(opts)); err != nil {
 		fmt.Fprintf(os.Stderr, "sharestate-operator: invalid flags:\n%v\n", err)
 		os.Exit(2)
 	}
@@ -97,6 +98,24 @@ func main() {
 		ctrl.Log.Error(err, "Operator stopped")
 		os.Exit(1)
 	}
+}
+
+// inClusterNamespaceFile is where a pod's service account holds the pod's namespace, in which
+// controller-runtime's leader election puts its Lease unless told another.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// checkLeaderElection refuses --leader-elect with no namespace for its Lease: outside a pod there is
+// none to default to, and controller-runtime would say so only when the manager is built, in a
+// logged stack trace.
+func checkLeaderElection(opts operator.Options) error {
+	if !opts.LeaderElection || opts.LeaderElectionNamespace != "" {
+		return nil
+	}
+	if _, err := os.Stat(inClusterNamespaceFile); err == nil {
+		return nil
+	}
+	return errors.New("--leader-elect needs --leader-election-namespace outside a pod: the namespace of the election's Lease, " +
+		"which in a pod is the pod's own (" + inClusterNamespaceFile + ")")
 }
 
 func run(ctx context.Context, cfg *rest.Config, opts operator.Options) error {

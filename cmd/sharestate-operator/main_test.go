@@ -58,6 +58,24 @@ func TestInvalidFlagsFailAtStart(t *testing.T) {
 	wantLines(t, stderr, 3, `--watch-namespace="Bad_NS" is not a valid namespace name`, "--max-concurrent-reconciles=0: must be at least 1")
 }
 
+// --leader-elect outside a pod needs the Lease's namespace: it is refused with the other flags,
+// naming the flag to add, and accepted once that flag is given.
+func TestLeaderElectionOutsideAPodNeedsItsNamespace(t *testing.T) {
+	if _, err := os.Stat(inClusterNamespaceFile); err == nil {
+		t.Skip("running in a pod, where the Lease's namespace is the pod's")
+	}
+	code, stderr := runOperator(t, []string{"KUBECONFIG="}, "--leader-elect", "--max-concurrent-reconciles=0")
+	if code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	wantLines(t, stderr, 3, "--leader-elect needs --leader-election-namespace outside a pod", "--max-concurrent-reconciles=0")
+
+	code, stderr = runOperator(t, []string{"KUBECONFIG="}, "--leader-elect", "--leader-election-namespace=sharestate-system")
+	if code != 1 || !strings.Contains(stderr, "no Kubernetes configuration found") {
+		t.Errorf("with --leader-election-namespace: exit code %d, want 1 for the missing kubeconfig, past the flags:\n%s", code, stderr)
+	}
+}
+
 func TestNoKubeconfigIsOneLine(t *testing.T) {
 	code, stderr := runOperator(t, []string{"KUBECONFIG="})
 	if code != 1 {
