@@ -30,6 +30,7 @@ func newDeleteCommand(o *rootOptions) *cobra.Command {
 		Short: "Delete a share group and its state",
 	}
 	cmd.AddCommand(newDeleteGroupCommand(o))
+	requireKind(cmd)
 	return cmd
 }
 

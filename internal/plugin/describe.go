@@ -29,6 +29,7 @@ func newDescribeCommand(o *rootOptions) *cobra.Command {
 		Short: "Show the details of a share group",
 	}
 	cmd.AddCommand(newDescribeGroupCommand(o))
+	requireKind(cmd)
 	return cmd
 }
 
@@ -84,23 +85,25 @@ func (do *describeOptions) validate(args []string) error {
 	return do.out.validate()
 }
 
+// run describes the groups found, then reports the ones that were not, as kubectl describe does: a
+// name that is missing neither hides the others nor passes unnoticed (the command fails).
 func (do *describeOptions) run(ctx context.Context, s *session, errOut io.Writer, args []string) error {
-	groups, err := do.groups(ctx, s, args)
-	if err != nil {
-		return err
-	}
+	groups, findErr := do.groups(ctx, s, args)
 	if len(groups) == 0 {
+		if findErr != nil {
+			return findErr
+		}
 		_, err := fmt.Fprintln(errOut, "No share groups found in "+s.where(do.allNamespaces)+".")
 		return err
 	}
 	if !do.out.human() {
-		return s.printDescribedObjects(ctx, do.out, groups)
+		return errors.Join(s.printDescribedObjects(ctx, do.out, groups), findErr)
 	}
 	now := time.Now()
 	for i := range groups {
 		report, err := s.gatherGroup(ctx, &groups[i])
 		if err != nil {
-			return err
+			return errors.Join(err, findErr)
 		}
 		if i > 0 {
 			if _, err := fmt.Fprintln(s.out); err != nil {
@@ -111,27 +114,30 @@ func (do *describeOptions) run(ctx context.Context, s *session, errOut io.Writer
 			return err
 		}
 	}
-	return nil
+	return findErr
 }
 
-// groups finds the named groups, each once, in the order named; or lists them all.
+// groups finds the named groups, each once, in the order named, and says which it could not find
+// (the error); or lists them all.
 func (do *describeOptions) groups(ctx context.Context, s *session, args []string) ([]sharestatev1.ShareGroup, error) {
 	if len(args) == 0 {
 		return s.listGroups(ctx, do.allNamespaces)
 	}
 	var groups []sharestatev1.ShareGroup
+	var errs []error
 	seen := map[types.UID]bool{}
 	for _, arg := range args {
 		sg, err := s.findGroup(ctx, arg, do.allNamespaces)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		if !seen[sg.UID] {
 			seen[sg.UID] = true
 			groups = append(groups, *sg)
 		}
 	}
-	return groups, nil
+	return groups, errors.Join(errs...)
 }
 
 // printDescribedObjects prints, through -o, each group followed by its SharePartitionStates.

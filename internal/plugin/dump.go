@@ -29,7 +29,7 @@ type dumpOptions struct {
 }
 
 func newDumpCommand(o *rootOptions) *cobra.Command {
-	do := &dumpOptions{partition: -1, out: newOutputFlags()}
+	do := &dumpOptions{out: newOutputFlags()}
 	cmd := &cobra.Command{
 		Use:   "dump GROUP --topic TOPIC --partition P [-o json|yaml|jsonpath=...|custom-columns=...]",
 		Short: "Show a share-partition's stored state, its record-state batches decoded",
@@ -42,7 +42,7 @@ With -o, the decoded state is printed as a document of kind SharePartitionStateD
   kubectl sharestate dump orders-processors -A --topic q1Sh0o2QRbuBzMz8vEMbvQ --partition 3 -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := do.validate(); err != nil {
+			if err := do.validate(cmd.Flags().Changed("partition")); err != nil {
 				return err
 			}
 			s, err := o.connect()
@@ -54,18 +54,23 @@ With -o, the decoded state is printed as a document of kind SharePartitionStateD
 	}
 	f := cmd.Flags()
 	f.StringVar(&do.topic, "topic", "", "the topic: its Kafka topic id, or the name the group declares for it (required)")
-	f.Int32Var(&do.partition, "partition", -1, "the partition (required)")
+	f.Int32Var(&do.partition, "partition", 0, "the partition (required)")
 	f.BoolVarP(&do.allNamespaces, "all-namespaces", "A", false, "find the group in any namespace")
 	do.out.addFlags(cmd)
 	return cmd
 }
 
-func (do *dumpOptions) validate() error {
+// validate checks the flags before anything is read from the cluster. partitionSet says whether
+// --partition was given: it has no default, and its zero value, which the help would otherwise show
+// as one, is a partition like any other.
+func (do *dumpOptions) validate(partitionSet bool) error {
 	switch {
 	case do.topic == "":
 		return errors.New("--topic is required")
+	case !partitionSet:
+		return errors.New("--partition is required")
 	case do.partition < 0:
-		return errors.New("--partition is required and must not be negative")
+		return fmt.Errorf("--partition %d is negative", do.partition)
 	}
 	return do.out.validate()
 }

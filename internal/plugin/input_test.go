@@ -95,9 +95,9 @@ func TestResetOptionsValidate(t *testing.T) {
 		{name: "no destination", opts: resetOptions{topic: "t", timeout: time.Minute, execute: true}, wantErr: "exactly one of"},
 		{name: "two destinations", opts: resetOptions{topic: "t", toEarliest: true, toAuto: true, timeout: time.Minute, execute: true}, wantErr: "exactly one of"},
 		{name: "no topic", opts: resetOptions{toAuto: true, timeout: time.Minute, execute: true}, wantErr: "--topic is required"},
-		{name: "zero timeout", opts: resetOptions{topic: "t", toAuto: true, dryRun: true}, wantErr: "--timeout"},
+		{name: "zero timeout", opts: resetOptions{topic: "t", toAuto: true, dryRun: dryRunClient}, wantErr: "--timeout"},
 		{name: "neither dry run nor execute", opts: resetOptions{topic: "t", toAuto: true, timeout: time.Minute}, wantErr: "takes one of --dry-run"},
-		{name: "dry run and execute", opts: resetOptions{topic: "t", toAuto: true, timeout: time.Minute, dryRun: true, execute: true}, wantErr: "takes one of --dry-run"},
+		{name: "dry run and execute", opts: resetOptions{topic: "t", toAuto: true, timeout: time.Minute, dryRun: dryRunClient, execute: true}, wantErr: "takes one of --dry-run"},
 		{name: "id too long", opts: resetOptions{topic: "t", toAuto: true, id: strings.Repeat("a", 64), timeout: time.Minute, execute: true}, wantErr: "--id"},
 		{name: "id with a slash", opts: resetOptions{topic: "t", toAuto: true, id: "a/b", timeout: time.Minute, execute: true}, wantErr: "--id"},
 	}

@@ -19,15 +19,18 @@ import (
 
 func newListCommand(o *rootOptions) *cobra.Command {
 	var allNamespaces bool
-	out := newOutputFlags()
+	out := newTableOutputFlags()
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the share groups with their state",
 		Long: `List the share groups (ShareGroup objects) of a namespace, or of every namespace with -A, with
 their state: Ready, or why not (PartitionsFenced, PartitionsNotInitialized, NoPartitions), Resetting
-while an offset reset runs, Deleting, or Pending until the operator has looked at the group.`,
+while an offset reset runs, Deleting, or Pending until the operator has looked at the group.
+With -o wide, also how many partitions are initialized and led, the records in flight, and the
+message of the Ready condition.`,
 		Example: `  kubectl sharestate list -A
+  kubectl sharestate list -o wide
   kubectl sharestate list -n kafka -o custom-columns=GROUP:.spec.groupId,READY:.status.conditions[?(@.type=="Ready")].status`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,7 +50,7 @@ while an offset reset runs, Deleting, or Pending until the operator has looked a
 				return err
 			}
 			if out.human() {
-				return printGroupTable(s, groups, allNamespaces)
+				return printGroupTable(s, groups, printers.PrintOptions{WithNamespace: allNamespaces, Wide: out.wide()})
 			}
 			return printGroupObjects(s, out, groups, true)
 		},
@@ -108,7 +111,8 @@ func groupState(sg *sharestatev1.ShareGroup) string {
 }
 
 // groupTable is list's human-readable view as a metav1.Table, which cli-runtime's table printer
-// aligns (and prefixes with the namespace under -A) the way kubectl get does.
+// aligns (and prefixes with the namespace under -A) the way kubectl get does. The columns of priority 1
+// are shown with -o wide only.
 func groupTable(groups []sharestatev1.ShareGroup) *metav1.Table {
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"},
@@ -118,20 +122,34 @@ func groupTable(groups []sharestatev1.ShareGroup) *metav1.Table {
 		{Name: "Fenced", Type: "integer"},
 		{Name: "State Epoch", Type: "integer"},
 		{Name: "Age", Type: "string"},
+		{Name: "Initialized", Type: "integer", Priority: 1},
+		{Name: "With Leader", Type: "integer", Priority: 1},
+		{Name: "In Flight", Type: "integer", Priority: 1},
+		{Name: "Message", Type: "string", Priority: 1},
 	}}
 	for i := range groups {
 		sg := &groups[i]
+		st := &sg.Status
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{sg.Name, string(sg.Spec.GroupID), groupState(sg), sg.Status.Partitions, sg.Status.FencedPartitions,
-				sg.Status.StateEpoch, duration.HumanDuration(metav1.Now().Sub(sg.CreationTimestamp.Time))},
+			Cells: []any{sg.Name, string(sg.Spec.GroupID), groupState(sg), st.Partitions, st.FencedPartitions,
+				st.StateEpoch, duration.HumanDuration(metav1.Now().Sub(sg.CreationTimestamp.Time)),
+				st.InitializedPartitions, st.PartitionsWithLeader, st.InFlightRecords, readyMessage(sg)},
 			Object: runtime.RawExtension{Object: sg},
 		})
 	}
 	return table
 }
 
-func printGroupTable(s *session, groups []sharestatev1.ShareGroup, allNamespaces bool) error {
-	return printers.NewTablePrinter(printers.PrintOptions{WithNamespace: allNamespaces}).PrintObj(groupTable(groups), s.out)
+// readyMessage is the message of the group's Ready condition, or "" before the operator set one.
+func readyMessage(sg *sharestatev1.ShareGroup) string {
+	if c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+func printGroupTable(s *session, groups []sharestatev1.ShareGroup, options printers.PrintOptions) error {
+	return printers.NewTablePrinter(options).PrintObj(groupTable(groups), s.out)
 }
 
 // printGroupObjects prints the groups as the API server has them, through -o.

@@ -112,6 +112,6 @@ func TestList(t *testing.T) {
 	if r.err != nil || r.out != "" || !strings.HasPrefix(r.errOut, "No share groups found in namespace ") {
 		t.Fatalf("list of an empty namespace: out %q, errOut %q, error %v", r.out, r.errOut, r.err)
 	}
-	mustFail(t, "", `--output "wide": want one of json, yaml`, "list", "-o", "wide")
+	mustFail(t, "", `--output "xml": want one of wide, json, yaml`, "list", "-o", "xml")
 	mustFail(t, "", `custom-columns: "GROUP" is not NAME:JSONPATH`, "list", "-o", "custom-columns=GROUP")
 }

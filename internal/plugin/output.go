@@ -22,24 +22,50 @@ const customColumnsPrefix = "custom-columns="
 // cli-runtime's PrintFlags. With no -o a command prints its own human-readable view.
 type outputFlags struct {
 	print *genericclioptions.PrintFlags
+	// withWide accepts -o wide, as kubectl get does: the view for people with more columns.
+	withWide bool
 }
 
 func newOutputFlags() *outputFlags {
 	return &outputFlags{print: genericclioptions.NewPrintFlags("")}
 }
 
+// newTableOutputFlags are the output flags of a command whose view for people is a table: they also
+// accept -o wide.
+func newTableOutputFlags() *outputFlags {
+	f := newOutputFlags()
+	f.withWide = true
+	return f
+}
+
 // addFlags adds the output flags to cmd; the -o help names custom-columns, which cli-runtime's
 // PrintFlags do not know (kubectl adds it from its own package, which the plugin does not link).
 func (f *outputFlags) addFlags(cmd *cobra.Command) {
 	f.print.AddFlags(cmd)
-	formats := append(f.print.AllowedFormats(), "custom-columns")
-	cmd.Flags().Lookup("output").Usage = "Output format. One of: (" + strings.Join(formats, ", ") +
-		"). Without it, a view for people."
+	view := "Without it, a view for people."
+	if f.withWide {
+		view = "Without it, a table for people; wide adds columns."
+	}
+	cmd.Flags().Lookup("output").Usage = "Output format. One of: (" + strings.Join(f.formats(), ", ") + "). " + view
 }
 
-// human reports whether the command prints its own human-readable view.
+// formats lists the -o values the command takes, as its help and its errors name them.
+func (f *outputFlags) formats() []string {
+	formats := append(f.print.AllowedFormats(), "custom-columns")
+	if f.withWide {
+		formats = append([]string{"wide"}, formats...)
+	}
+	return formats
+}
+
+// human reports whether the command prints its own human-readable view (-o wide included).
 func (f *outputFlags) human() bool {
-	return f.format() == "" && !f.templateGiven()
+	return (f.format() == "" || f.wide()) && !f.templateGiven()
+}
+
+// wide reports whether -o wide asks for the view for people with more columns.
+func (f *outputFlags) wide() bool {
+	return f.withWide && f.format() == "wide"
 }
 
 func (f *outputFlags) format() string {
@@ -53,6 +79,9 @@ func (f *outputFlags) templateGiven() bool {
 
 // validate checks the output format before anything is read from the cluster.
 func (f *outputFlags) validate() error {
+	if f.human() {
+		return nil
+	}
 	_, err := f.printer()
 	return err
 }
@@ -64,8 +93,8 @@ func (f *outputFlags) printer() (printers.ResourcePrinter, error) {
 	}
 	p, err := f.print.ToPrinter()
 	if genericclioptions.IsNoCompatiblePrinterError(err) {
-		return nil, fmt.Errorf("--output %q: want one of %s, custom-columns=NAME:JSONPATH[,NAME:JSONPATH]",
-			f.format(), strings.Join(f.print.AllowedFormats(), ", "))
+		formats := f.formats()
+		return nil, fmt.Errorf("--output %q: want one of %s=NAME:JSONPATH[,NAME:JSONPATH]", f.format(), strings.Join(formats, ", "))
 	}
 	return p, err
 }

@@ -57,8 +57,9 @@ func TestCustomColumns(t *testing.T) {
 func TestErrorLine(t *testing.T) {
 	for err, want := range map[error]string{
 		errors.New("plain"): "plain",
-		fmt.Errorf("unknown command %q for %q%s", "lsit", "kubectl sharestate", "\n\nDid you mean this?\n\tlist\n"): `unknown command "lsit" for "kubectl sharestate"; Did you mean this?; list`,
-		errors.Join(errors.New("one"), fmt.Errorf("two: %w", errors.New("three"))):                                  "one; two: three",
+		fmt.Errorf("unknown command %q for %q%s", "lsit", "kubectl sharestate", "\n\nDid you mean this?\n\tlist\n"):                    `unknown command "lsit" for "kubectl sharestate"; did you mean "list"?`,
+		fmt.Errorf("unknown command %q for %q%s", "d", "kubectl sharestate", "\n\nDid you mean this?\n\tdelete\n\tdescribe\n\tdump\n"): `unknown command "d" for "kubectl sharestate"; did you mean one of "delete", "describe", "dump"?`,
+		errors.Join(errors.New("one"), fmt.Errorf("two: %w", errors.New("three"))):                                                     "one; two: three",
 	} {
 		if got := ErrorLine(err); got != want {
 			t.Errorf("ErrorLine(%q) = %q, want %q", err, got, want)

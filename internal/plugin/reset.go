@@ -29,27 +29,35 @@ var resetIDPattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9]
 type resetOptions struct {
 	topic      string
 	toEarliest bool
+	toLatest   bool
 	toOffset   int64
 	toAuto     bool
 	partitions []int32
 	id         string
-	dryRun     bool
+	dryRun     dryRun
 	execute    bool
 	timeout    time.Duration
 	poll       time.Duration
 }
 
 func newResetOffsetsCommand(o *rootOptions) *cobra.Command {
-	ro := &resetOptions{poll: 250 * time.Millisecond}
+	ro := &resetOptions{poll: 250 * time.Millisecond, dryRun: dryRunNone}
 	cmd := &cobra.Command{
-		Use:   "reset-offsets GROUP --topic TOPIC (--to-earliest | --to-offset N | --to-auto) (--dry-run | --execute)",
+		Use:   "reset-offsets GROUP --topic TOPIC (--to-earliest | --to-latest | --to-offset N | --to-auto) (--dry-run[=client|server] | --execute)",
 		Short: "Reset a share group's start offsets on a topic, carried out by the operator",
 		Long: `Reset a share group's start offsets on one topic (Kafka's AlterShareGroupOffsets).
 
 As Kafka's kafka-share-groups.sh --reset-offsets, the command takes one of two flags: --dry-run
 shows the plan (the request, the partitions it resets, their state now and the state epoch the
 operator would choose) and changes nothing; --execute shows the same plan and carries it out. Without
-either it refuses.
+either it refuses. --dry-run takes kubectl's values too: client (the same as a bare --dry-run),
+server (the API server also checks the request, and stores nothing) and none (no dry run).
+
+--to-latest starts from the log end, as Kafka's --to-latest does, with one difference: the plugin
+cannot read the log, so it clears the start offset and each leader sets it to the log end when it
+next reads the partition (which the reset makes it do before it writes again), as
+share.auto.offset.reset=latest does. It is refused when the group declares another
+spec.settings.autoOffsetReset.
 
 --execute writes the request to the ShareGroup's spec.offsetReset, unless the plan says the
 operator would refuse it (then nothing is written); the operator then raises the state epoch above
@@ -61,6 +69,7 @@ request back out of the spec.
 A request runs once per id: running the command again with the same --id waits for (or reports) the
 same reset, it does not reset again.`,
 		Example: `  kubectl sharestate reset-offsets orders --topic orders --to-earliest --partitions 0,3 --dry-run
+  kubectl sharestate reset-offsets orders --topic orders --to-latest --dry-run=server
   kubectl sharestate reset-offsets orders --topic q1Sh0o2QRbuBzMz8vEMbvQ --to-offset 1200 --execute`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,11 +83,15 @@ same reset, it does not reset again.`,
 	f := cmd.Flags()
 	f.StringVar(&ro.topic, "topic", "", "the topic to reset: its Kafka topic id, or the name the group declares for it (required)")
 	f.BoolVar(&ro.toEarliest, "to-earliest", false, "start from the earliest offset (0: the leader moves it up to the log start)")
+	f.BoolVar(&ro.toLatest, "to-latest", false, "start from the latest offset, the log end: the start offset is cleared, and the leader applies share.auto.offset.reset=latest")
 	f.Int64Var(&ro.toOffset, "to-offset", 0, "start from this offset")
 	f.BoolVar(&ro.toAuto, "to-auto", false, "clear the start offset: the leader applies share.auto.offset.reset")
 	f.Int32SliceVar(&ro.partitions, "partitions", nil, "reset only these `partitions`, e.g. 0,1,2 (default: every partition the group declares)")
+	f.Lookup("partitions").DefValue = "" // the usage gives the default; pflag would add "(default [])"
 	f.StringVar(&ro.id, "id", "", "the request's id (default: a new one); the same id again is the same request")
-	f.BoolVar(&ro.dryRun, "dry-run", false, "show the plan: the request and the partitions it would reset; change nothing")
+	f.Var(&ro.dryRun, "dry-run", "show the plan, the request and the partitions it would reset, and change nothing: client (the same as a bare --dry-run), "+
+		"server (the API server also checks the request) or none")
+	f.Lookup("dry-run").NoOptDefVal = string(dryRunClient)
 	f.BoolVar(&ro.execute, "execute", false, "show the plan and carry it out: write the request and wait for the operator")
 	f.DurationVar(&ro.timeout, "timeout", 2*time.Minute, "how long to wait for the operator to carry out the reset")
 	return cmd
@@ -91,25 +104,25 @@ func (ro *resetOptions) validate(toOffsetSet bool) (sharestatev1.OffsetResetTopi
 	// Kafka's kafka-share-groups.sh --reset-offsets takes exactly one of --dry-run and --execute and
 	// refuses neither or both (checkArgs in tools/src/main/java/org/apache/kafka/tools/consumer/group/
 	// ShareGroupCommandOptions.java, apache/kafka b7f6ebe2ee3497b3907e803daea5839187fdcff3): so here.
-	if ro.dryRun == ro.execute {
+	if ro.dryRun.on() == ro.execute {
 		return t, errors.New("reset-offsets takes one of --dry-run (show the plan, change nothing) and --execute (carry it out)")
 	}
 	if ro.topic == "" {
 		return t, errors.New("--topic is required")
 	}
 	chosen := 0
-	for _, set := range []bool{ro.toEarliest, toOffsetSet, ro.toAuto} {
+	for _, set := range []bool{ro.toEarliest, ro.toLatest, toOffsetSet, ro.toAuto} {
 		if set {
 			chosen++
 		}
 	}
 	if chosen != 1 {
-		return t, errors.New("exactly one of --to-earliest, --to-offset N and --to-auto is required")
+		return t, errors.New("exactly one of --to-earliest, --to-latest, --to-offset N and --to-auto is required")
 	}
 	switch {
 	case ro.toEarliest:
 		t.To = sharestatev1.OffsetResetToEarliest
-	case ro.toAuto:
+	case ro.toAuto, ro.toLatest: // --to-latest: checked against the group's setting once it is read
 		t.To = sharestatev1.OffsetResetToAutoOffsetReset
 	default:
 		if ro.toOffset < 0 {
@@ -162,11 +175,29 @@ func (ro *resetOptions) run(ctx context.Context, o *rootOptions, groupArg string
 	if topic.TopicID, err = resolveTopic(sg, ro.topic); err != nil {
 		return err
 	}
+	latestNote := ""
+	if ro.toLatest {
+		if latestNote, err = latestReset(sg); err != nil {
+			return err
+		}
+	}
 	req := sharestatev1.OffsetResetRequest{ID: ro.id, Topics: []sharestatev1.OffsetResetTopic{topic}}
-	if _, err := s.showPlan(ctx, sg, req, ro.dryRun); err != nil || ro.dryRun {
+	action, err := s.showPlan(ctx, sg, req, ro.dryRun.on())
+	if err != nil {
 		return err
 	}
-	sg, action, err := s.submitReset(ctx, sg, req)
+	if latestNote != "" {
+		if err := s.printLatestNote(latestNote); err != nil {
+			return err
+		}
+	}
+	switch ro.dryRun {
+	case dryRunClient:
+		return nil
+	case dryRunServer:
+		return s.serverDryRun(ctx, sg, req, action)
+	}
+	sg, action, err = s.submitReset(ctx, sg, req)
 	if err != nil {
 		return err
 	}

@@ -128,8 +128,8 @@ func TestResetOffsetsRefused(t *testing.T) {
 		{"it declares orders (" + topicOrders + ")", []string{"--topic", "nope", "--to-earliest", "--execute"}},
 		{"is the zero Uuid", []string{"--topic", "AAAAAAAAAAAAAAAAAAAAAA", "--to-earliest", "--execute"}},
 		{`topic "q1Sh0o2QRbuBzMz8vEMbvR" is neither`, []string{"--topic", "q1Sh0o2QRbuBzMz8vEMbvR", "--to-earliest", "--execute"}}, // stray bits in the last character
-		{"exactly one of --to-earliest, --to-offset N and --to-auto", []string{"--topic", "orders", "--execute"}},
-		{"exactly one of --to-earliest, --to-offset N and --to-auto", []string{"--topic", "orders", "--to-earliest", "--to-offset", "3", "--execute"}},
+		{"exactly one of --to-earliest, --to-latest, --to-offset N and --to-auto", []string{"--topic", "orders", "--execute"}},
+		{"exactly one of --to-earliest, --to-latest, --to-offset N and --to-auto", []string{"--topic", "orders", "--to-earliest", "--to-offset", "3", "--execute"}},
 		{"--to-offset -1 is negative", []string{"--topic", "orders", "--to-offset", "-1", "--execute"}},
 		{"partition -2 is negative", []string{"--topic", "orders", "--to-auto", "--partitions", "1,-2", "--execute"}},
 		{`--id "-x-"`, []string{"--topic", "orders", "--to-auto", "--id", "-x-", "--execute"}},

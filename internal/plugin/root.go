@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -107,17 +108,60 @@ func (o *rootOptions) nothingConfigured() bool {
 	return err != nil
 }
 
-// ErrorLine renders err as the single line the plugin prints: cobra's "Did you mean this?"
-// suggestions and joined errors span several lines, which a script or a log reading stderr would
-// split apart.
+// ErrorLine renders err as the single line the plugin prints: joined errors and cobra's "Did you mean
+// this?" suggestions span several lines, which a script or a log reading stderr would split apart. The
+// suggestions become a question: `unknown command "lst" for "kubectl sharestate"; did you mean "list"?`.
 func ErrorLine(err error) string {
-	var parts []string
+	var parts, suggestions []string
+	suggesting := false
 	for _, line := range strings.Split(err.Error(), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
+		if suggesting && strings.HasPrefix(line, "\t") {
+			suggestions = append(suggestions, strconv.Quote(strings.TrimSpace(line)))
+			continue
+		}
+		suggesting = false
+		switch line = strings.TrimSpace(line); line {
+		case "":
+		case "Did you mean this?":
+			suggesting = true
+		default:
 			parts = append(parts, line)
 		}
 	}
+	switch {
+	case len(suggestions) == 1:
+		parts = append(parts, "did you mean "+suggestions[0]+"?")
+	case len(suggestions) > 1:
+		parts = append(parts, "did you mean one of "+strings.Join(suggestions, ", ")+"?")
+	}
 	return strings.Join(parts, "; ")
+}
+
+// requireKind makes a command that only holds the commands of each kind (describe, delete) fail when
+// run without one, as kubectl describe does: cobra would print its help and exit 0, and a script that
+// forgot "group" in `kubectl sharestate delete orders` would take the group for deleted. The error
+// says what to run instead. Unknown flags are let through to this error, the one that helps.
+func requireKind(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.FParseErrWhitelist.UnknownFlags = true
+	cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets on the root command alone
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var kinds []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				kinds = append(kinds, c.Name())
+			}
+		}
+		usage := fmt.Sprintf("%s %s NAME", cmd.CommandPath(), strings.Join(kinds, "|"))
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs the kind of what to %s: %s", cmd.Name(), cmd.Name(), usage)
+		}
+		if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+			return fmt.Errorf("unknown kind %q for %q\n\nDid you mean this?\n\t%s", args[0], cmd.CommandPath(), strings.Join(suggestions, "\n\t"))
+		}
+		return fmt.Errorf("%q is not a kind %s knows (%s): to %s the share group %q, run %s %s %s",
+			args[0], cmd.Name(), strings.Join(kinds, ", "), cmd.Name(), args[0], cmd.CommandPath(), kinds[0], strings.Join(args, " "))
+	}
 }
 
 // apiError wraps an API error with what was being done, and says what to do when the cluster does not

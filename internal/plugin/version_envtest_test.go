@@ -86,7 +86,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 		args []string
 	}{
 		{"unknown flag: --nope", []string{"list", "--nope"}},
-		{`unknown command "lsit" for "kubectl sharestate"; Did you mean this?; list`, []string{"lsit"}},
+		{`unknown command "lsit" for "kubectl sharestate"; did you mean "list"?`, []string{"lsit"}},
 		{"accepts 1 arg(s), received 0", []string{"reset-offsets"}},
 		{"takes one of --dry-run", []string{"reset-offsets", "orders", "--topic", "orders", "--to-earliest"}},
 	} {
