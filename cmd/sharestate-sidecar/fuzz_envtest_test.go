@@ -249,6 +249,10 @@ func codeProblem(h hostileRequest, e expectation, code sharestate.ErrorCode) str
 		return fmt.Sprintf("%s, want INVALID_REQUEST for input that fails the checks", code)
 	case e.invalid:
 		return ""
+	case e.beyond && code != sharestate.ErrUnknownTopicOrPartition:
+		return fmt.Sprintf("%s, want UNKNOWN_TOPIC_OR_PARTITION for a partition beyond %d", code, sharestate.MaxPartitions)
+	case e.beyond:
+		return ""
 	case e.undeclared && code == sharestate.ErrNone:
 		return "NONE for a partition that the group's ShareGroup does not declare"
 	case h.api == "Initialize" && groupNameIsTaken(h.group):

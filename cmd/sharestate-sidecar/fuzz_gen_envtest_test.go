@@ -55,6 +55,9 @@ type expectation struct {
 	topic     [16]byte
 	partition int32
 	invalid   bool // the input fails a check that needs no stored state: INVALID_REQUEST, nothing else
+	// beyond: a partition beyond sharestate.MaxPartitions, which no group can declare:
+	// UNKNOWN_TOPIC_OR_PARTITION, nothing else.
+	beyond bool
 	// undeclared: a partition that the group's ShareGroup, declaring topics, does not declare
 	// (semantics §6): never NONE.
 	undeclared bool
@@ -223,9 +226,14 @@ func (g *generator) eachPartition(h *hostileRequest, add func(topic int, id [16]
 		for _, p := range g.partitions() {
 			g.clean = g.r.IntN(2) == 0
 			ok := part(ti, p)
+			keyValid := groupIsValid(h.group) && id != [16]byte{} && p >= 0
+			// Check 2 of semantics §4 ends with the bound: a partition beyond it is unknown, whatever
+			// the rest of its input.
+			beyond := keyValid && p >= sharestate.MaxPartitions
 			h.expect = append(h.expect, expectation{
 				topic: id, partition: p,
-				invalid:    !groupIsValid(h.group) || id == [16]byte{} || p < 0 || !ok,
+				invalid:    !keyValid || (!beyond && !ok),
+				beyond:     beyond,
 				undeclared: h.group == groupSquatter && (id != topicDeclared || p >= declaredPartitions),
 			})
 		}

@@ -62,6 +62,11 @@ func CheckGroupID(group string) Outcome {
 	return Outcome{}
 }
 
+// MaxPartitions bounds the partitions whose state can be kept: a ShareGroup declares at most this
+// many partitions a topic, and a SharePartitionState's partition is below it
+// (api/v1alpha1.MaxPartitions, the same number, which the schema enforces).
+const MaxPartitions = 1000000
+
 // checkKey is checks 1 and 2 of semantics §4, common to all five operations.
 func checkKey(topic TopicID, partition int32) Outcome {
 	if topic.IsZero() {
@@ -69,6 +74,11 @@ func checkKey(topic TopicID, partition int32) Outcome {
 	}
 	if partition < 0 {
 		return Fail(ErrInvalidRequest, "partition %d is negative", partition)
+	}
+	if partition >= MaxPartitions {
+		// No ShareGroup can declare it, so it is a partition this store does not know (semantics §6);
+		// storing it would be refused by the schema, which the broker would see as a server error.
+		return Fail(ErrUnknownTopicOrPartition, "partition %d is beyond the %d partitions a topic can have here", partition, MaxPartitions)
 	}
 	return Outcome{}
 }

@@ -21,6 +21,8 @@ func TestCheckWriteInputOrder(t *testing.T) {
 		// Every input is wrong at once: the first check in semantics §4's order names the error.
 		{"topic first", TopicID{}, func(w *WritePartition) { w.Partition, w.LeaderEpoch, w.StateEpoch = -1, -1, -1 }, ErrInvalidRequest, "topic id"},
 		{"then partition", testTopic, func(w *WritePartition) { w.Partition, w.LeaderEpoch, w.StateEpoch = -1, -1, -1 }, ErrInvalidRequest, "partition -1"},
+		{"a partition no group can declare", testTopic, func(w *WritePartition) { w.Partition, w.LeaderEpoch = MaxPartitions, -1 }, ErrUnknownTopicOrPartition, "partition 1000000 is beyond"},
+		{"the highest partition", testTopic, func(w *WritePartition) { w.Partition = MaxPartitions - 1 }, ErrNone, ""},
 		{"then leader epoch", testTopic, func(w *WritePartition) { w.LeaderEpoch, w.StateEpoch = -1, -1 }, ErrInvalidRequest, "leader epoch -1"},
 		{"then state epoch", testTopic, func(w *WritePartition) { w.StateEpoch, w.StartOffset = -1, -2 }, ErrInvalidRequest, "state epoch -1"},
 		{"start offset below -1", testTopic, func(w *WritePartition) { w.StartOffset = -2 }, ErrInvalidRequest, "start offset -2"},
