@@ -65,7 +65,7 @@ func TestInitializeManyPartitionsWhileTheOperatorRuns(t *testing.T) {
 		readReq.Topics[0].Partitions = append(readReq.Topics[0].Partitions, sharestate.ReadPartition{Partition: i, LeaderEpoch: 1})
 	}
 	failed := 0
-	for _, r := range p.Initialize(ctx, initReq).Topics[0].Partitions {
+	for _, r := range initializeRetrying(p, initReq) {
 		if r.ErrorCode != sharestate.ErrNone {
 			failed++
 			t.Errorf("initialize partition %d: %s (%s)", r.Partition, r.ErrorCode, r.ErrorMessage)
@@ -80,6 +80,34 @@ func TestInitializeManyPartitionsWhileTheOperatorRuns(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d of %d answers failed", failed, 2*partitions)
 	}
+}
+
+// initializeRetrying initializes req's partitions (one topic) and, as Kafka's persister client does,
+// sends again those answered with a retriable error, up to five times: on a loaded machine a status
+// update can outlast the persister's deadline (COORDINATOR_NOT_AVAILABLE), which is the answer a
+// broker then retries, not a failure. It returns the last answer of every partition.
+func initializeRetrying(p sharestate.Store, req sharestate.InitializeRequest) []sharestate.PartitionResult {
+	final := map[int32]sharestate.PartitionResult{}
+	pending := req
+	for attempt := 0; attempt < 5 && len(pending.Topics[0].Partitions) > 0; attempt++ {
+		var again []sharestate.InitializePartition
+		byPartition := map[int32]sharestate.InitializePartition{}
+		for _, in := range pending.Topics[0].Partitions {
+			byPartition[in.Partition] = in
+		}
+		for _, r := range p.Initialize(ctx, pending).Topics[0].Partitions {
+			final[r.Partition] = r
+			if r.ErrorCode.Retriable() {
+				again = append(again, byPartition[r.Partition])
+			}
+		}
+		pending.Topics = []sharestate.TopicData[sharestate.InitializePartition]{{TopicID: req.Topics[0].TopicID, Partitions: again}}
+	}
+	out := make([]sharestate.PartitionResult, 0, len(final))
+	for _, in := range req.Topics[0].Partitions {
+		out = append(out, final[in.Partition])
+	}
+	return out
 }
 
 // A stale leader at the highest state epoch cannot be fenced without overflowing it: the operator says
