@@ -13,13 +13,14 @@ import (
 //	1000000000000-1000000000009/0/3
 //
 // The last offset is omitted when it equals the first. The form is readable in `kubectl get -o yaml`,
-// checked by the CRD schema (a pattern, which also bounds the count to an int16, plus a CEL rule for
-// last > first and the int64 range of offsets), and compact: a single-offset batch at offsets near 10^12 takes 20 bytes of JSON with its
+// checked by the CRD schema (one CEL rule per element, whose message names what is wrong, e.g. a
+// state that is never stored; api/v1alpha1's test holds it to ParseBatch), and compact: a single-offset batch at offsets near 10^12 takes 20 bytes of JSON with its
 // quotes and comma, where a JSON object with named fields takes about 70. Every write stores the whole
 // status again in etcd, so this size multiplies into the write load.
 
-// BatchPattern is the regular expression the CRD schema enforces on each element; FormatBatch only
-// produces strings that match it and ParseBatch accepts exactly those.
+// BatchPattern is the storage form as a regular expression: FormatBatch only produces strings that
+// match it, and ParseBatch accepts exactly those whose numbers also fit their types. The CRD schema
+// checks the same form with a CEL rule instead, whose message says what is wrong.
 const BatchPattern = `^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0234]/(0|[1-9][0-9]{0,3}|[1-2][0-9]{4}|3[0-1][0-9]{3}|32[0-6][0-9]{2}|327[0-5][0-9]|3276[0-7])$`
 
 // FormatBatch renders a batch in its storage form. The batch is assumed valid (see StateBatch.Validate).
