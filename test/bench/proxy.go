@@ -40,11 +40,14 @@ var proxyScenarios = []scenario{
 	{name: "wire-proxy-64x1", setup: wireWrites(true)},
 }
 
-// The proxy's targets: at least 0.9 times the baseline's throughput, and at most 1 ms added to the
-// Kafka traffic's p99 latency.
+// The proxy's targets: at least 0.9 times the baseline's throughput for share-state Writes, and at
+// most 1 ms added to the Kafka traffic's p99 latency. Against kfake the Kafka traffic's throughput is
+// a reference only: kfake answers in memory, so the proxy's share of a round trip is far larger
+// than with a broker that writes a log; the kafka family's proxy part sets that target against real
+// brokers.
 var proxyTargets = []target{
-	{scenario: "kafka-proxy-16", baseline: "kafka-direct-16", bound: 0.9},
-	{scenario: "kafka-proxy-1", baseline: "kafka-direct-1", bound: 0.9},
+	{scenario: "kafka-proxy-16", baseline: "kafka-direct-16"},
+	{scenario: "kafka-proxy-1", baseline: "kafka-direct-1"},
 	{scenario: "wire-proxy-64x1", baseline: "wire-direct-64x1", bound: 0.9},
 }
 
