@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -30,7 +32,11 @@ func Load() (*rest.Config, error) {
 	if f := flag.Lookup("kubeconfig"); f != nil {
 		explicit = f.Value.String()
 	}
-	if explicit == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+	if explicit != "" {
+		if err := CheckNamed("--kubeconfig", explicit); err != nil {
+			return nil, err
+		}
+	} else if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
 			return cfg, nil
 		}
@@ -50,15 +56,88 @@ func Load() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Explain replaces client-go's error for a missing configuration with ErrNoConfig, and returns any
-// other error as it is, so a command can pass every error it prints through it.
+// LoadFiles returns the configuration that the kubeconfig files of list make up, the paths separated
+// and the files merged as in $KUBECONFIG; source names where list came from, for the errors.
+func LoadFiles(source, list string) (*rest.Config, error) {
+	if err := CheckNamed(source, list); err != nil {
+		return nil, err
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(list)}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if isEmptyConfig(err) {
+		return nil, fmt.Errorf("no Kubernetes configuration: %s names %s, which configures no cluster", source, list)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes configuration %s names (%s): %w", source, list, err)
+	}
+	return cfg, nil
+}
+
+// Explain replaces client-go's error for a missing configuration (and ErrNoConfig) with what is
+// missing: the files $KUBECONFIG names, if it names only files that do not exist, or else
+// ErrNoConfig. It returns any other error as it is, so a command can pass every error it prints
+// through it.
 func Explain(err error) error {
+	var missing *MissingFilesError
+	noConfig := errors.Is(err, ErrNoConfig) || isEmptyConfig(err)
+	if !noConfig || errors.As(err, &missing) {
+		return err // another error, or one that already names the missing files
+	}
+	if err := CheckNamed("$KUBECONFIG", os.Getenv(clientcmd.RecommendedConfigPathEnvVar)); err != nil {
+		return err
+	}
+	return ErrNoConfig
+}
+
+// isEmptyConfig says whether err is, or wraps, client-go's error for no configuration: client-go's
+// check does not unwrap.
+func isEmptyConfig(err error) bool {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if clientcmd.IsEmptyConfig(e) {
-			return ErrNoConfig
+			return true
 		}
 	}
-	return err
+	return false
+}
+
+// MissingFilesError says that the kubeconfig files a flag or $KUBECONFIG names do not exist. client-go
+// skips the missing files of $KUBECONFIG in silence and then finds no configuration at all, which
+// sends a user looking for a setting they did make.
+type MissingFilesError struct {
+	// Source is what named the files: "$KUBECONFIG" or a flag.
+	Source string
+	// Files are the files it named; none of them exists.
+	Files []string
+}
+
+func (e *MissingFilesError) Error() string {
+	if len(e.Files) == 1 {
+		return fmt.Sprintf("no Kubernetes configuration: %s names %s, which does not exist", e.Source, e.Files[0])
+	}
+	return fmt.Sprintf("no Kubernetes configuration: %s names %s, none of which exists", e.Source, strings.Join(e.Files, ", "))
+}
+
+// Is makes a MissingFilesError an ErrNoConfig, for callers that only ask whether a configuration was
+// found.
+func (e *MissingFilesError) Is(target error) bool { return target == ErrNoConfig }
+
+// CheckNamed returns a *MissingFilesError when list, paths separated as in $KUBECONFIG, names files
+// and none of them exists; nil when one exists or list names none. source names where list came from.
+func CheckNamed(source, list string) error {
+	var named []string
+	for _, path := range filepath.SplitList(list) {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			return nil // it exists, or is unreadable for a reason loading it will report
+		}
+		named = append(named, path)
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	return &MissingFilesError{Source: source, Files: named}
 }
 
 // reachTimeout bounds CheckReachable: a server that answers at all answers its version at once.

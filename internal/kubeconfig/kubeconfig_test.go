@@ -103,3 +103,79 @@ func TestCheckReachableNamesServerAndCause(t *testing.T) {
 		t.Errorf("message %q: want one line with the server and the cause", msg)
 	}
 }
+
+// writeConfig writes a kubeconfig naming server into dir and returns its path.
+func writeConfig(t *testing.T, dir, server string) string {
+	t.Helper()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+server+`"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAMissingNamedFileIsNamed: client-go skips the files of $KUBECONFIG that do not exist and then
+// reports no configuration, which named no file; the user named one, and must be told it is missing.
+func TestAMissingNamedFileIsNamed(t *testing.T) {
+	noKubeconfigAnywhere(t)
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	t.Setenv("KUBECONFIG", missing)
+	want := "$KUBECONFIG names " + missing + ", which does not exist"
+	_, err := Load()
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrNoConfig) {
+		t.Errorf("Load() = %v, want an ErrNoConfig saying %q", err, want)
+	}
+	// The plugin checks for a configuration itself and passes ErrNoConfig, or client-go's error, through Explain.
+	_, empty := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{}, nil).ClientConfig()
+	for _, in := range []error{ErrNoConfig, errWrap{empty}} {
+		if err := Explain(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Explain(%v) = %v, want %q", in, err, want)
+		}
+	}
+}
+
+func TestAMissingKubeconfigFlagIsNamed(t *testing.T) {
+	noKubeconfigAnywhere(t)
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	fs := flag.CommandLine
+	if fs.Lookup("kubeconfig") == nil {
+		fs.String("kubeconfig", "", "")
+	}
+	if err := fs.Set("kubeconfig", missing); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fs.Set("kubeconfig", "") })
+	want := "--kubeconfig names " + missing + ", which does not exist"
+	if _, err := Load(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load() = %v, want %q", err, want)
+	}
+}
+
+func TestLoadFiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "a")
+	present := writeConfig(t, t.TempDir(), "https://example.invalid:6443")
+	cfg, err := LoadFiles("$KUBECONFIG", missing+string(filepath.ListSeparator)+present)
+	if err != nil || cfg.Host != "https://example.invalid:6443" {
+		t.Fatalf("LoadFiles(missing:present) = %v, %v; want the present file's server", cfg, err)
+	}
+	other := filepath.Join(dir, "b")
+	_, err = LoadFiles("$KUBECONFIG", missing+string(filepath.ListSeparator)+other)
+	want := "$KUBECONFIG names " + missing + ", " + other + ", none of which exists"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("LoadFiles(two missing) = %v, want %q", err, want)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = LoadFiles("--kubeconfig", empty); err == nil || !strings.Contains(err.Error(), "configures no cluster") {
+		t.Errorf("LoadFiles(empty file) = %v, want it to say the file configures no cluster", err)
+	}
+}
