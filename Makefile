@@ -111,9 +111,9 @@ docker-build: ## Build the operator and sidecar images (needs a Docker engine; n
 # Built, then exec'd rather than `go run`: `go run` exits 1 when Ctrl-C reaches it, even though the
 # program stops cleanly and exits 0.
 .PHONY: run
-run: ## Run the system: on a local control plane (data in .run/), or on the cluster that KUBECONFIG names.
+run: ## Run the system and a stand-in broker writing share state: on a local control plane (data in .run/), or on the cluster that KUBECONFIG names. Builds bin/kubectl-sharestate.
 	assets=$$(hack/envtest-assets.sh); \
-	mkdir -p $(LOCALBIN); go build -o $(LOCALBIN)/run-local ./hack/run-local; \
+	mkdir -p $(LOCALBIN); go build -o $(LOCALBIN)/ ./hack/run-local ./cmd/kubectl-sharestate; \
 	KUBEBUILDER_ASSETS="$$assets" exec $(LOCALBIN)/run-local --run-dir="$(RUN_DIR)" --crd-dir=config/crd/bases
 
 .PHONY: run-kafka

@@ -20,8 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
-	"github.com/sharestate/sharestate-operator/pkg/sharestate"
-	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
@@ -35,8 +33,8 @@ const (
 // TestDocumentedCommands follows the README, the chart's README and the restore procedure of
 // docs/operations.md word for word, on a copy of the working tree standing for a fresh clone: the
 // blocks they mark `<!-- docs-test: NAME -->` run unchanged in one shell. Between them the test only
-// plays the parts a person would: waiting for `make run`, pressing Ctrl-C, and a broker writing
-// share state through the sidecar.
+// plays the parts a person would: waiting for `make run` and pressing Ctrl-C. The share state comes
+// from make run's stand-in broker, as in the Quickstart.
 func TestDocumentedCommands(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal(testenv.ErrNoAssets)
@@ -56,6 +54,10 @@ func TestDocumentedCommands(t *testing.T) {
 	if kubeconfig != filepath.Join(clone, ".run", "kubeconfig") {
 		t.Fatalf("after the Quickstart KUBECONFIG=%q, want the run directory's", kubeconfig)
 	}
+	// The stand-in broker's state, a reset, and its pod deleted: it ends fenced, so its partitions'
+	// state no longer changes, which the backup and restore below compare.
+	sh.run(docBlock(t, readme, "state"))
+	checkStandInFenced(context.Background(), t, kubeClient(t, kubeconfig))
 	sh.run(docBlock(t, readme, "crds"))
 
 	t.Run("helm install, uninstall, install under another name", func(t *testing.T) {
@@ -78,7 +80,6 @@ func TestDocumentedCommands(t *testing.T) {
 	t.Run("backup and restore", func(t *testing.T) {
 		ctx := context.Background()
 		cl := kubeClient(t, kubeconfig)
-		writeShareState(ctx, t, lineAfter(run.out.String(), "(Kafka API keys 83-87) on "))
 		// A reset that ran before the backup stays in the group's spec: the restore must not run it
 		// again on the restored state (the restored epochs would then be refused as lowered).
 		resetGroup(ctx, t, cl, "before-backup")
@@ -213,34 +214,25 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 	return cl
 }
 
-// writeShareState plays the broker: it initializes four partitions of the sample group through the
-// sidecar that make run serves at address, and writes record states into them.
-func writeShareState(ctx context.Context, t *testing.T, address string) {
+// checkStandInFenced checks what the Quickstart's state block shows: the stand-in broker's four
+// partitions, fenced with its pod as the fenced leader, and written by it (all but partition 0,
+// whose reset cleared its count of writes just before the pod was deleted).
+func checkStandInFenced(ctx context.Context, t *testing.T, cl client.Client) {
 	t.Helper()
-	address = strings.TrimSuffix(strings.TrimSpace(address), ".")
-	store, err := kafkawire.NewClient(kafkawire.ClientOptions{Address: address})
-	if err != nil {
-		t.Fatalf("a client of the sidecar at %q: %v", address, err)
-	}
-	defer func() { _ = store.Close() }()
-	topic, err := sharestate.ParseTopicID(sampleTopicID)
-	if err != nil {
+	var list sharestatev1.SharePartitionStateList
+	if err := cl.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels{sharestatev1.LabelShareGroup: sampleGroupName}); err != nil {
 		t.Fatal(err)
 	}
-	for p := range int32(4) {
-		init := store.Initialize(ctx, sharestate.InitializeRequest{GroupID: sampleGroupID, Topics: []sharestate.TopicData[sharestate.InitializePartition]{
-			{TopicID: topic, Partitions: []sharestate.InitializePartition{{Partition: p, StateEpoch: 2, StartOffset: 100}}}}})
-		if r := init.Topics[0].Partitions[0]; r.ErrorCode != sharestate.ErrNone {
-			t.Fatalf("initialize partition %d: %s %s", p, r.ErrorCode, r.ErrorMessage)
+	if len(list.Items) != 4 {
+		t.Fatalf("the sample group has %d partitions with state, want the stand-in broker's 4", len(list.Items))
+	}
+	for _, sps := range list.Items {
+		s := sps.Status
+		if s.FencedLeader == nil || s.FencedLeader.PodName != "local-broker-0" || s.Leader != nil {
+			t.Errorf("partition %d: fenced leader %+v, leader %+v; want local-broker-0 fenced", sps.Spec.Partition, s.FencedLeader, s.Leader)
 		}
-		w := store.Write(ctx, sharestate.WriteRequest{GroupID: sampleGroupID, Topics: []sharestate.TopicData[sharestate.WritePartition]{{TopicID: topic,
-			Partitions: []sharestate.WritePartition{{Partition: p, StateEpoch: 2, LeaderEpoch: 1, StartOffset: 100, DeliveryCompleteCount: -1,
-				StateBatches: []sharestate.StateBatch{
-					{FirstOffset: 100, LastOffset: 109, DeliveryState: sharestate.DeliveryStateAcknowledged, DeliveryCount: 1},
-					{FirstOffset: 110 + int64(p), LastOffset: 110 + int64(p), DeliveryState: sharestate.DeliveryStateArchived, DeliveryCount: 5},
-				}}}}}})
-		if r := w.Topics[0].Partitions[0]; r.ErrorCode != sharestate.ErrNone {
-			t.Fatalf("write partition %d: %s %s", p, r.ErrorCode, r.ErrorMessage)
+		if sps.Spec.Partition != 0 && s.WriteCount == 0 {
+			t.Errorf("partition %d: no write since it was initialized, want the stand-in's", sps.Spec.Partition)
 		}
 	}
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -240,15 +239,4 @@ func openPseudoTerminal() (terminal, tty *os.File, err error) {
 		return nil, nil, err
 	}
 	return terminal, tty, nil
-}
-
-// lineAfter returns the rest of the first line of text that contains prefix, after prefix.
-func lineAfter(text, prefix string) string {
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		if _, rest, ok := strings.Cut(sc.Text(), prefix); ok {
-			return rest
-		}
-	}
-	return ""
 }

@@ -1,6 +1,7 @@
 // Package localcluster runs the system for a developer: on the cluster a kubeconfig names, or, when
-// none is configured, on a local control plane (kube-apiserver and etcd, started through envtest)
-// whose data survives restarts.
+// none is configured, on a local control plane (kube-apiserver and etcd, envtest's) whose data
+// survives restarts and which one process at a time holds; and a stand-in broker that writes share
+// state through a sidecar, so that the system shows some without Kafka.
 package localcluster
 
 import (
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/sharestate/sharestate-operator/internal/kubeconfig"
 )
 
 // The names of what a local control plane keeps in its run directory.
@@ -28,14 +32,21 @@ const (
 	kubeconfigFile = "kubeconfig"
 )
 
-// Options configure Start.
+// Options configure Start and StartContext.
 type Options struct {
-	// RunDir keeps the local control plane's etcd data and the kubeconfig written for it.
+	// RunDir keeps the local control plane's etcd data and the kubeconfig written for it, and the lock
+	// that keeps a second run off it.
 	RunDir string
 	// CRDDir holds the CRD manifests to install.
 	CRDDir string
-	// Kubeconfig names an existing cluster to use instead of a local control plane; empty for local.
+	// Kubeconfig names an existing cluster to use instead of a local control plane, as a list of files
+	// like $KUBECONFIG; empty for local.
 	Kubeconfig string
+	// KubeconfigSource says where Kubeconfig came from ("$KUBECONFIG", say), for the messages; default
+	// "--kubeconfig".
+	KubeconfigSource string
+	// Logger receives what the start does, which takes seconds (default: discard).
+	Logger logr.Logger
 }
 
 // Cluster is a running system.
@@ -47,32 +58,70 @@ type Cluster struct {
 	// Local says whether the control plane was started here (and is stopped by Stop).
 	Local bool
 
-	env *envtest.Environment
+	cp   *envtest.ControlPlane // of a local control plane
+	lock *runLock
 }
 
-// Start brings up the cluster (or connects to the configured one) and installs the CRDs.
-//
-// A kubeconfig that a local control plane of ours wrote, whose API server is not running, means that
-// control plane: after the Quickstart's `export KUBECONFIG=$PWD/.run/kubeconfig`, a second `make run` in
-// the same shell must start it again, not fail to connect to it.
+// Start is StartContext without a way to stop it early.
 func Start(opts Options) (*Cluster, error) {
+	return StartContext(context.Background(), opts)
+}
+
+// StartContext brings up the cluster (or connects to the configured one) and installs the CRDs. When
+// ctx ends before it is done, it stops what it started and returns ctx's cause.
+//
+// It first takes the lock of the run directory it will use, and fails with an *AlreadyRunningError
+// if another process holds it. A kubeconfig that a local control plane of ours wrote means that
+// control plane, whose run directory is then the one locked, and which is started if its API server
+// is not running: after the Quickstart's `export KUBECONFIG=$PWD/.run/kubeconfig`, a second `make run`
+// in the same shell must start it again, not fail to connect to it.
+func StartContext(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.KubeconfigSource == "" {
+		opts.KubeconfigSource = "--kubeconfig"
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	lockDir := opts.RunDir
+	if dir, ok := ownRunDir(opts.Kubeconfig); ok {
+		lockDir = dir
+	}
+	var lock *runLock
+	if lockDir != "" {
+		var err error
+		if lock, err = lockRunDir(lockDir); err != nil {
+			return nil, err
+		}
+	}
+	c, err := startLocked(ctx, opts)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	c.lock = lock
+	return c, nil
+}
+
+// startLocked is StartContext's work once the run directory is held.
+func startLocked(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Kubeconfig == "" {
-		return startLocal(opts)
+		return startLocal(ctx, opts)
 	}
 	if runDir, stopped := stoppedLocalControlPlane(opts.Kubeconfig); stopped {
-		fmt.Fprintf(os.Stderr, "%s is the kubeconfig of the local control plane in %s, which is not running: starting it\n",
-			opts.Kubeconfig, runDir)
+		opts.Logger.Info("The kubeconfig is that of a local control plane that is not running: starting it", "kubeconfig", opts.Kubeconfig, "runDir", runDir)
 		opts.RunDir = runDir
-		return startLocal(opts)
+		return startLocal(ctx, opts)
 	}
 	return connect(opts)
 }
 
-// stoppedLocalControlPlane says whether kubeconfig is the one startLocal wrote into a run directory (a
-// file named kubeconfig beside the etcd data directory) and nothing answers at its API server's
-// address, returning that run directory.
-func stoppedLocalControlPlane(kubeconfig string) (runDir string, stopped bool) {
-	path, err := filepath.Abs(kubeconfig)
+// ownRunDir says whether kubeconfig is one that startLocal wrote into a run directory (a file named
+// kubeconfig beside the etcd data directory), returning that directory.
+func ownRunDir(kubeconfigPath string) (runDir string, ok bool) {
+	if kubeconfigPath == "" {
+		return "", false
+	}
+	path, err := filepath.Abs(kubeconfigPath)
 	if err != nil || filepath.Base(path) != kubeconfigFile {
 		return "", false
 	}
@@ -80,7 +129,17 @@ func stoppedLocalControlPlane(kubeconfig string) (runDir string, stopped bool) {
 	if info, err := os.Stat(filepath.Join(runDir, etcdDataDir)); err != nil || !info.IsDir() {
 		return "", false
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	return runDir, true
+}
+
+// stoppedLocalControlPlane says whether kubeconfig is the one startLocal wrote into a run directory
+// and nothing answers at its API server's address, returning that run directory.
+func stoppedLocalControlPlane(kubeconfigPath string) (runDir string, stopped bool) {
+	runDir, ok := ownRunDir(kubeconfigPath)
+	if !ok {
+		return "", false
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(runDir, kubeconfigFile))
 	if err != nil {
 		return "", false
 	}
@@ -91,15 +150,19 @@ func stoppedLocalControlPlane(kubeconfig string) (runDir string, stopped bool) {
 	conn, err := net.DialTimeout("tcp", host.Host, 2*time.Second)
 	if err == nil {
 		_ = conn.Close()
-		return "", false // it runs (another `make run`, say): use it
+		return "", false // it runs, started by something that does not lock the run directory: use it
 	}
 	return runDir, true
 }
 
 func connect(opts Options) (*Cluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	cfg, err := kubeconfig.LoadFiles(opts.KubeconfigSource, opts.Kubeconfig)
+	var missing *kubeconfig.MissingFilesError
+	if errors.As(err, &missing) {
+		return nil, fmt.Errorf("%w; without it, a local control plane is started", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", opts.Kubeconfig, err)
+		return nil, err
 	}
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{opts.CRDDir}, ErrorIfPathMissing: true}); err != nil {
 		return nil, fmt.Errorf("installing the CRDs: %w", err)
@@ -107,8 +170,9 @@ func connect(opts Options) (*Cluster, error) {
 	return &Cluster{Config: cfg, KubeconfigPath: opts.Kubeconfig}, nil
 }
 
-func startLocal(opts Options) (*Cluster, error) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+func startLocal(ctx context.Context, opts Options) (*Cluster, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: start the local control plane with `make run`, " +
 			"which builds kube-apiserver and etcd once and points KUBEBUILDER_ASSETS at them")
 	}
@@ -120,32 +184,27 @@ func startLocal(opts Options) (*Cluster, error) {
 	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", etcdDir, err)
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{opts.CRDDir},
-		ErrorIfCRDPathMissing: true,
-		// envtest's 20 s is too short for etcd on a machine whose cores are busy elsewhere.
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	// A data directory we name is kept on Stop (envtest removes only the ones it made up), so the
-	// objects survive a restart of `make run`.
-	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop() // Start leaves the processes running when installing the CRDs fails
+	opts.Logger.Info("Starting the local control plane", "runDir", runDir)
+	cp := newControlPlane(assets, etcdDir)
+	if err := startControlPlane(ctx, cp); err != nil {
 		return nil, fmt.Errorf("starting the local control plane: %w", err)
 	}
-	c := &Cluster{Config: cfg, Local: true, env: env, KubeconfigPath: filepath.Join(runDir, kubeconfigFile)}
-	if err := c.writeAdminKubeconfig(); err != nil {
-		_ = env.Stop()
+	c := &Cluster{Local: true, cp: cp, KubeconfigPath: filepath.Join(runDir, kubeconfigFile)}
+	err = c.writeAdminKubeconfig()
+	if err == nil {
+		err = installCRDs(ctx, c.Config, opts.CRDDir)
+	}
+	if err != nil {
+		_ = cp.Stop()
 		return nil, err
 	}
+	opts.Logger.Info("Started the local control plane", "apiServer", c.Config.Host)
 	return c, nil
 }
 
 // writeAdminKubeconfig writes a kubeconfig for an administrator of the local control plane.
 func (c *Cluster) writeAdminKubeconfig() error {
-	admin, err := c.env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	admin, err := c.cp.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("creating the admin user: %w", err)
 	}
@@ -160,13 +219,14 @@ func (c *Cluster) writeAdminKubeconfig() error {
 	return nil
 }
 
-// Stop stops a local control plane (its data stays in the run directory); for a remote cluster it
-// does nothing.
+// Stop stops a local control plane (its data stays in the run directory) and gives the run directory
+// up.
 func (c *Cluster) Stop(_ context.Context) error {
-	if c.env == nil {
+	defer c.lock.release()
+	if c.cp == nil {
 		return nil
 	}
-	return c.env.Stop()
+	return c.cp.Stop()
 }
 
 // EnsurePod returns the named Pod, creating it (Running and Ready: no kubelet runs it here) if it does

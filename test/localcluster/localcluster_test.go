@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,4 +124,15 @@ func createIn(ctx context.Context, c *Cluster, obj client.Object) error {
 		return err
 	}
 	return cl.Create(ctx, obj)
+}
+
+// TestAMissingKubeconfigIsNamed: `KUBECONFIG=/nonexistent make run` says that the file it names does
+// not exist, and what happens without it.
+func TestAMissingKubeconfigIsNamed(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	_, err := Start(Options{RunDir: t.TempDir(), Kubeconfig: missing, KubeconfigSource: "$KUBECONFIG"})
+	want := "$KUBECONFIG names " + missing + ", which does not exist; without it, a local control plane is started"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Start with a missing kubeconfig: %v; want %q", err, want)
+	}
 }
