@@ -87,7 +87,7 @@ func run(o options) error {
 	if err := os.RemoveAll(runDir); err != nil {
 		return fmt.Errorf("emptying %s: %w", runDir, err)
 	}
-	cp, err := localcluster.Start(localcluster.Options{RunDir: runDir, CRDDir: o.crdDir})
+	cp, err := localcluster.StartContext(ctx, localcluster.Options{RunDir: runDir, CRDDir: o.crdDir})
 	if err != nil {
 		return err
 	}
