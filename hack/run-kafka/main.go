@@ -84,10 +84,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(runDir); err != nil {
-		return fmt.Errorf("emptying %s: %w", runDir, err)
-	}
-	cp, err := localcluster.StartContext(ctx, localcluster.Options{RunDir: runDir, CRDDir: o.crdDir})
+	cp, err := localcluster.StartContext(ctx, localcluster.Options{RunDir: runDir, CRDDir: o.crdDir, Fresh: true})
 	if err != nil {
 		return err
 	}

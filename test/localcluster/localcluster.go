@@ -47,6 +47,9 @@ type Options struct {
 	KubeconfigSource string
 	// Logger receives what the start does, which takes seconds (default: discard).
 	Logger logr.Logger
+	// Fresh empties RunDir, once its lock is held, before the start: a run that begins from nothing
+	// must not delete the data of another run that holds the directory.
+	Fresh bool
 }
 
 // Cluster is a running system.
@@ -90,6 +93,12 @@ func StartContext(ctx context.Context, opts Options) (*Cluster, error) {
 	if lockDir != "" {
 		var err error
 		if lock, err = lockRunDir(lockDir); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Fresh {
+		if err := emptyExceptLock(opts.RunDir); err != nil {
+			lock.release()
 			return nil, err
 		}
 	}
@@ -257,4 +266,21 @@ func (c *Cluster) EnsurePod(ctx context.Context, namespace, name string) (*corev
 		return nil, fmt.Errorf("marking pod %s/%s ready: %w", namespace, name, err)
 	}
 	return pod, nil
+}
+
+// emptyExceptLock removes everything in dir but the lock file, which its holder keeps open.
+func emptyExceptLock(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == lockFile {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("emptying %s: %w", dir, err)
+		}
+	}
+	return nil
 }

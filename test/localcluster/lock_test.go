@@ -89,3 +89,43 @@ func TestALockOfAKilledProcessIsTakenOver(t *testing.T) {
 	}
 	again.release()
 }
+
+// TestAFreshStartLeavesAHeldDirectoryAlone: a start that empties its run directory (run-kafka's)
+// fails on a directory another process holds, and deletes none of its data.
+func TestAFreshStartLeavesAHeldDirectoryAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".run-kafka")
+	holdLockInAnotherProcess(t, dir)
+	data := filepath.Join(dir, "etcd")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := StartContext(t.Context(), Options{RunDir: dir, Fresh: true})
+	if _, ok := errors.AsType[*AlreadyRunningError](err); !ok {
+		t.Fatalf("a fresh start on a held directory = %v; want already running", err)
+	}
+	if _, err := os.Stat(data); err != nil {
+		t.Fatalf("the holder's data went: %v", err)
+	}
+}
+
+// TestAFreshStartEmptiesItsDirectory: once the lock is held, everything but the lock goes.
+func TestAFreshStartEmptiesItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"etcd", "kafka-0"} {
+		if err := os.MkdirAll(filepath.Join(dir, name, "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := lockRunDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.release()
+	if err := emptyExceptLock(dir); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != lockFile {
+		t.Fatalf("left %v, want only the lock", entries)
+	}
+}
