@@ -27,7 +27,8 @@ func main() {
 	flags.StringVar(&scenarios, "scenarios", "",
 		"comma-separated scenarios to run, in that order (default all): "+strings.Join(bench.ScenarioNames(), ",")+
 			"; "+bench.ValidationCostScenario+" (run last) measures what the schema's validation rules cost kube-apiserver per write"+
-			"; "+bench.ScaleScenario+" (run first, and only when named) adds the scale scenarios")
+			"; "+bench.ScaleScenario+" (run first, and only when named) adds the scale scenarios"+
+			"; "+bench.KafkaScenario+" (only when named) measures real Kafka brokers with Kafka's own persister and with ours")
 	flags.IntVar(&cfg.Rounds, "rounds", 1, "measure each scenario this many times, round robin over the scenarios, and merge the windows")
 	flags.BoolVar(&cfg.JSON, "json", false, "print the report as JSON instead of lines and tables")
 	flags.StringVar(&cfg.ProfileDir, "profile-dir", "",
@@ -40,6 +41,10 @@ func main() {
 	flags.Func("scale-apiserver-env", "NAME=value pairs, comma-separated, added to the environment of the scale scenarios' kube-apiserver, "+
 		"for diagnostics: 'GOGC=off,GOMEMLIMIT=8GiB' measures the write path without its garbage collections",
 		func(v string) error { cfg.ScaleAPIServerEnv = strings.Split(v, ","); return nil })
+	flags.IntVar(&cfg.Kafka.Records, "kafka-records", 200000, "records each share-consumption cell of the kafka family produces and consumes")
+	flags.IntVar(&cfg.Kafka.Trials, "kafka-trials", 3, "leader losses the kafka family times per persister")
+	flags.Func("kafka-families", "parts of the kafka family to run, comma-separated (default all): "+strings.Join(bench.KafkaFamilies, ","),
+		func(v string) error { cfg.Kafka.Families = strings.Split(v, ","); return nil })
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	if scenarios != "" {
 		cfg.Scenarios = strings.Split(scenarios, ",")

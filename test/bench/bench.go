@@ -46,6 +46,8 @@ type Config struct {
 	// garbage collector off to measure the write path without its collections; the scale lines
 	// then name it, and their targets are not the issue's.
 	ScaleAPIServerEnv []string
+	// Kafka shapes the kafka family (KafkaScenario), which runs only when Scenarios names it.
+	Kafka KafkaConfig
 }
 
 // Report is a whole run: its results and the targets checked against them.
@@ -76,14 +78,12 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 			return fmt.Errorf("-profile-dir: %w", err)
 		}
 	}
-	if slices.Contains(cfg.Scenarios, ScaleScenario) {
-		// The scale scenarios start control planes of their own, one per size.
-		if err := runScale(ctx, cfg, out, log); err != nil {
-			return err
-		}
-		if len(selected) == 0 && !cfg.runsValidationCost() {
-			return ctx.Err()
-		}
+	ran, err := runOwnControlPlanes(ctx, cfg, out, log)
+	if err != nil {
+		return err
+	}
+	if ran && len(selected) == 0 && !cfg.runsValidationCost() {
+		return ctx.Err()
 	}
 	fmt.Fprintln(log, "bench: starting a control plane (kube-apiserver and etcd)")
 	env, err := testenv.Start()
@@ -133,6 +133,26 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 	return ctx.Err()
 }
 
+// runOwnControlPlanes runs the families named in cfg that start control planes of their own: the
+// scale scenarios (one per size), and the kafka family (a control plane and Kafka clusters). It
+// reports whether it ran any.
+func runOwnControlPlanes(ctx context.Context, cfg Config, out, log io.Writer) (bool, error) {
+	ran := false
+	if slices.Contains(cfg.Scenarios, ScaleScenario) {
+		ran = true
+		if err := runScale(ctx, cfg, out, log); err != nil {
+			return ran, err
+		}
+	}
+	if slices.Contains(cfg.Scenarios, KafkaScenario) {
+		ran = true
+		if err := runKafka(ctx, cfg, out, log); err != nil {
+			return ran, err
+		}
+	}
+	return ran, nil
+}
+
 // runAll runs the rounds, printing each scenario's line to out when its last round is done (or it
 // failed), and returns the results of the scenarios that started.
 func (r *runner) runAll(ctx context.Context, selected []scenario, out io.Writer) []Result {
@@ -178,13 +198,18 @@ func (cfg Config) selected() ([]scenario, error) {
 	if err := testenv.CheckAPIServerEnv(cfg.ScaleAPIServerEnv); err != nil {
 		return nil, err
 	}
+	for _, f := range cfg.Kafka.Families {
+		if !slices.Contains(KafkaFamilies, f) {
+			return nil, fmt.Errorf("unknown kafka family %q; they are %s", f, strings.Join(KafkaFamilies, ", "))
+		}
+	}
 	if len(cfg.Scenarios) == 0 {
 		return scenarios, nil
 	}
 	var out []scenario
 	for _, name := range cfg.Scenarios {
-		if name == ScaleScenario || name == ValidationCostScenario {
-			continue // run by runScale, runValidationCost
+		if name == ScaleScenario || name == ValidationCostScenario || name == KafkaScenario {
+			continue // run by runScale, runValidationCost, runKafka
 		}
 		i := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == name })
 		switch {

@@ -29,6 +29,8 @@ type Options struct {
 	// BypassProxy lists nodes that advertise their real inter-broker listener (ReplicationAddress)
 	// instead of their sidecar's proxy: a misconfiguration, whose peers reach the broker around the proxy.
 	BypassProxy []int32
+	// Listeners are extra PLAINTEXT listeners every broker binds and advertises (listeners.go).
+	Listeners []Listener
 	// BrokerConfig is added to (and overrides) every node's generated server.properties.
 	BrokerConfig map[string]string
 	// JVMOptions are the nodes' JVM flags (default DefaultJVMOptions).
@@ -187,14 +189,15 @@ func (n *Node) properties() map[string]string {
 		voters = append(voters, fmt.Sprintf("%d@%s", o.ID, o.ControllerAddress))
 	}
 	replicas := min(3, len(c.Nodes))
+	extra := n.extraListeners()
 	props := map[string]string{
 		"process.roles":            "broker,controller",
 		"node.id":                  fmt.Sprint(n.ID),
 		"controller.quorum.voters": strings.Join(voters, ","),
 		"listeners": fmt.Sprintf("CLIENT://%s,REPLICATION://%s,CONTROLLER://%s",
-			n.ClientAddress, n.ReplicationAddress, n.ControllerAddress),
-		"advertised.listeners":                             fmt.Sprintf("CLIENT://%s,REPLICATION://%s", n.ClientAddress, n.AdvertisedReplication),
-		"listener.security.protocol.map":                   "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+			n.ClientAddress, n.ReplicationAddress, n.ControllerAddress) + extra.listeners,
+		"advertised.listeners":                             fmt.Sprintf("CLIENT://%s,REPLICATION://%s", n.ClientAddress, n.AdvertisedReplication) + extra.advertised,
+		"listener.security.protocol.map":                   "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT" + extra.protocols,
 		"inter.broker.listener.name":                       "REPLICATION",
 		"controller.listener.names":                        "CONTROLLER",
 		"log.dirs":                                         filepath.Join(n.dir, "data"),
@@ -387,3 +390,6 @@ func (c *Cluster) Stop() {
 
 // DataDir is the node's log directory (log.dirs).
 func (n *Node) DataDir() string { return filepath.Join(n.dir, "data") }
+
+// PID is the node's JVM's process id, 0 when it does not run: for its CPU time and memory.
+func (n *Node) PID() int { return n.proc.pid() }

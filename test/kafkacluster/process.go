@@ -163,3 +163,18 @@ func awaitDial(addr string, timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// pid is the running process's id, 0 when it does not run.
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-p.done:
+		return 0
+	default:
+		return p.cmd.Process.Pid
+	}
+}

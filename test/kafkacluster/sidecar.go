@@ -181,3 +181,6 @@ func (s *Sidecar) Restart(timeout time.Duration) (time.Duration, error) {
 
 // Running reports whether the sidecar's process runs.
 func (s *Sidecar) Running() bool { return s.proc.running() }
+
+// PID is the sidecar's process id, 0 when it does not run: for its CPU time and memory.
+func (s *Sidecar) PID() int { return s.proc.pid() }

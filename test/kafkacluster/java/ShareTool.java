@@ -26,6 +26,14 @@
 //                                                         waits ACK_DELAY_MS before acknowledging what a
 //                                                         poll gave, and each commit at most
 //                                                         COMMIT_TIMEOUT_MS (default 30 s)
+//   timed-consume BOOTSTRAP TOPIC GROUP                   a share consumer with implicit acknowledgement;
+//                                                         prints "millis partition offset deliveryCount"
+//                                                         for each record as a poll returns it (millis:
+//                                                         the wall clock), until SIGTERM
+//   jmx      OBJECT_NAMES ATTRIBUTES PID...               attaches to each JVM, reads the comma-separated
+//                                                         ATTRIBUTES of each MBean of the ;-separated
+//                                                         OBJECT_NAMES; prints "pid objectName attribute
+//                                                         value" (value -1 where the MBean is absent)
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -62,6 +70,8 @@ public final class ShareTool {
             case "delete-topic" -> deleteTopic(args[1], args[2]);
             case "consume" -> consume(args[1], args[2], args[3], Long.parseLong(args[4]), Long.parseLong(args[5]),
                 args.length > 6 ? Long.parseLong(args[6]) : 0, args.length > 7 ? Long.parseLong(args[7]) : 30_000);
+            case "timed-consume" -> timedConsume(args[1], args[2], args[3]);
+            case "jmx" -> jmx(args[1].split(";"), args[2].split(","), java.util.Arrays.copyOfRange(args, 3, args.length));
             default -> {
                 System.err.println("usage: ShareTool setup|produce|consume ...");
                 System.exit(2);
@@ -270,5 +280,76 @@ public final class ShareTool {
                 + " LONGEST_FAILURE_MS " + longestFailure[0] + " MAX_ACK_MS " + maxAck[0]);
         }
         System.out.flush();
+    }
+
+    static void timedConsume(String bootstrap, String topic, String group) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("group.id", group);
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(p);
+        AtomicBoolean stopping = new AtomicBoolean();
+        Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping.set(true);
+            consumer.wakeup();
+            try {
+                main.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        consumer.subscribe(Set.of(topic));
+        try {
+            while (!stopping.get()) {
+                ConsumerRecords<String, String> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(100));
+                } catch (WakeupException e) {
+                    break;
+                } catch (KafkaException e) {
+                    System.out.println("ERROR poll " + e);
+                    continue;
+                }
+                long now = System.currentTimeMillis();
+                StringBuilder b = new StringBuilder();
+                for (ConsumerRecord<String, String> r : records) {
+                    b.append(now).append(' ').append(r.partition()).append(' ').append(r.offset()).append(' ')
+                        .append(r.deliveryCount().orElse((short) -1)).append('\n');
+                }
+                System.out.print(b);
+                System.out.flush();
+            }
+        } finally {
+            consumer.close(Duration.ofSeconds(10));
+        }
+    }
+
+    static void jmx(String[] objectNames, String[] attributes, String[] pids) throws Exception {
+        for (String pid : pids) {
+            com.sun.tools.attach.VirtualMachine vm = com.sun.tools.attach.VirtualMachine.attach(pid);
+            try {
+                String address = vm.startLocalManagementAgent();
+                try (javax.management.remote.JMXConnector c = javax.management.remote.JMXConnectorFactory.connect(
+                        new javax.management.remote.JMXServiceURL(address))) {
+                    javax.management.MBeanServerConnection server = c.getMBeanServerConnection();
+                    for (String objectName : objectNames) {
+                        javax.management.ObjectName name = new javax.management.ObjectName(objectName);
+                        for (String attribute : attributes) {
+                            Object value;
+                            try {
+                                value = server.getAttribute(name, attribute);
+                            } catch (javax.management.InstanceNotFoundException | javax.management.AttributeNotFoundException e) {
+                                value = -1;
+                            }
+                            System.out.println(pid + " " + objectName + " " + attribute + " " + value);
+                        }
+                    }
+                }
+            } finally {
+                vm.detach();
+            }
+        }
     }
 }

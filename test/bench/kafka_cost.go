@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// shareStateAPIs are Kafka's names of the five share-state RPCs (API keys 83–87).
+var shareStateAPIs = []string{"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+	"DeleteShareGroupState", "ReadShareGroupStateSummary"}
+
+// costSample is what a system has used and served up to one moment: CPU seconds of its processes,
+// and the share-state requests its persister answered with their server-side times. Ours are read
+// from the sidecars' metrics; Kafka's from each broker's request metrics (JMX: the share coordinator
+// answers them on the brokers).
+type costSample struct {
+	brokers, sidecars, apiserver, operator procSample
+	sidecarRSS                             []float64
+
+	stateRequests float64
+	writes        float64
+	writeSumMs    float64
+	// writeBuckets are the sidecars' Write duration histogram, cumulative counts by upper bound
+	// (seconds), summed over the sidecars.
+	writeBuckets map[float64]float64
+	// kafkaWriteP99Ms is the highest of the brokers' WriteShareGroupState TotalTimeMs
+	// 99thPercentile: Kafka's histograms keep a decaying sample of about the last five minutes.
+	kafkaWriteP99Ms float64
+}
+
+// costDelta is a cell's cost: the difference of two samples, and the records it consumed.
+type costDelta struct {
+	records, stateRequests, writes float64
+	writeMeanMs, writeP99Ms        float64
+	brokerCPU, sidecarCPU          float64
+	apiserverCPU, operatorCPU      float64
+	sidecarRSSMax                  float64
+}
+
+// sampleCost reads a system's costSample.
+func (k *kafkaRun) sampleCost(ctx context.Context, s *kafkaSystem) (costSample, error) {
+	c := costSample{
+		brokers: sampleProcs(s.nodePIDs()), sidecars: sampleProcs(s.sidecarPIDs()),
+		apiserver: sampleProcs(apiserverPIDs()), operator: sampleProcs(s.operatorPIDs()),
+		writeBuckets: map[float64]float64{},
+	}
+	for _, pid := range s.sidecarPIDs() {
+		c.sidecarRSS = append(c.sidecarRSS, rssMB(pid))
+	}
+	if s.ns != "" {
+		return c, c.readSidecars(s)
+	}
+	return c, c.readBrokers(ctx, s)
+}
+
+func apiserverPIDs() []int {
+	procs, err := childProcesses("kube-apiserver")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, p := range procs {
+		pids = append(pids, p.pid)
+	}
+	return pids
+}
+
+func (s *kafkaSystem) operatorPIDs() []int {
+	if s.operator == nil || s.operator.Process == nil {
+		return nil
+	}
+	return []int{s.operator.Process.Pid}
+}
+
+// readSidecars sums the sidecars' share-state requests and their Write duration histogram.
+func (c *costSample) readSidecars(s *kafkaSystem) error {
+	for _, n := range s.cluster.Nodes {
+		page, err := n.Sidecar.Metrics()
+		if err != nil {
+			return fmt.Errorf("scraping %s's sidecar: %w", n.Name(), err)
+		}
+		for series, v := range metricSeries(page) {
+			switch {
+			case strings.HasPrefix(series, "sharestate_sidecar_requests_total{"):
+				c.stateRequests += v
+			case strings.HasPrefix(series, `sharestate_sidecar_request_duration_seconds_count{api="WriteShareGroupState"}`):
+				c.writes += v
+			case strings.HasPrefix(series, `sharestate_sidecar_request_duration_seconds_sum{api="WriteShareGroupState"}`):
+				c.writeSumMs += v * 1000
+			case strings.HasPrefix(series, `sharestate_sidecar_request_duration_seconds_bucket{api="WriteShareGroupState",le="`):
+				le, err := strconv.ParseFloat(strings.TrimSuffix(strings.Split(series, `le="`)[1], `"}`), 64)
+				if err == nil {
+					c.writeBuckets[le] += v
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// metricSeries parses a Prometheus text page into its series (name and labels, as written) and values.
+func metricSeries(page string) map[string]float64 {
+	out := map[string]float64{}
+	for line := range strings.Lines(page) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+// readBrokers reads each broker's request metrics for the five share-state RPCs over JMX.
+func (c *costSample) readBrokers(ctx context.Context, s *kafkaSystem) error {
+	objects := make([]string, 0, len(shareStateAPIs))
+	for _, api := range shareStateAPIs {
+		objects = append(objects, "kafka.network:type=RequestMetrics,name=TotalTimeMs,request="+api)
+	}
+	args := []string{"jmx", strings.Join(objects, ";"), "Count,Mean,99thPercentile"}
+	for _, pid := range s.nodePIDs() {
+		args = append(args, strconv.Itoa(pid))
+	}
+	out, err := s.clients.Run(ctx, "ShareTool", args...)
+	if err != nil {
+		return err
+	}
+	type key struct{ pid, object string }
+	values := map[key]map[string]float64{}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[3], 64)
+		if err != nil || v < 0 {
+			continue
+		}
+		k := key{f[0], f[1]}
+		if values[k] == nil {
+			values[k] = map[string]float64{}
+		}
+		values[k][f[2]] = v
+	}
+	for k, attrs := range values {
+		c.stateRequests += attrs["Count"]
+		if strings.HasSuffix(k.object, "=WriteShareGroupState") {
+			c.writes += attrs["Count"]
+			c.writeSumMs += attrs["Count"] * attrs["Mean"]
+			c.kafkaWriteP99Ms = max(c.kafkaWriteP99Ms, attrs["99thPercentile"])
+		}
+	}
+	return nil
+}
+
+// minus is the cost between before and c, for records consumed.
+func (c costSample) minus(before costSample, records int64) costDelta {
+	d := costDelta{
+		records:       float64(records),
+		stateRequests: c.stateRequests - before.stateRequests,
+		writes:        c.writes - before.writes,
+		brokerCPU:     cpuSeconds(before.brokers, c.brokers),
+		sidecarCPU:    cpuSeconds(before.sidecars, c.sidecars),
+		apiserverCPU:  cpuSeconds(before.apiserver, c.apiserver),
+		operatorCPU:   cpuSeconds(before.operator, c.operator),
+		sidecarRSSMax: math.NaN(),
+		writeMeanMs:   math.NaN(),
+		writeP99Ms:    math.NaN(),
+	}
+	if len(c.sidecarRSS) > 0 {
+		d.sidecarRSSMax = slices.Max(c.sidecarRSS)
+	}
+	if d.writes > 0 {
+		d.writeMeanMs = (c.writeSumMs - before.writeSumMs) / d.writes
+	}
+	if len(c.writeBuckets) > 0 {
+		d.writeP99Ms = bucketQuantile(0.99, c.writeBuckets, before.writeBuckets) * 1000
+	} else if c.kafkaWriteP99Ms > 0 {
+		d.writeP99Ms = c.kafkaWriteP99Ms
+	}
+	return d
+}
+
+// bucketQuantile is the q-quantile of the observations between two cumulative histograms, by
+// linear interpolation within the bucket it falls in, as Prometheus's histogram_quantile does.
+func bucketQuantile(q float64, after, before map[float64]float64) float64 {
+	bounds := make([]float64, 0, len(after))
+	for le := range after {
+		bounds = append(bounds, le)
+	}
+	slices.Sort(bounds)
+	total := after[math.Inf(1)] - before[math.Inf(1)]
+	if total <= 0 {
+		return math.NaN()
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, le := range bounds {
+		count := after[le] - before[le]
+		if count >= rank {
+			if math.IsInf(le, 1) {
+				return lower
+			}
+			if count == below {
+				return le
+			}
+			return lower + (le-lower)*(rank-below)/(count-below)
+		}
+		lower, below = le, count
+	}
+	return lower
+}
