@@ -130,15 +130,22 @@ public final class ShareTool {
         System.out.println("PRODUCED " + count);
     }
 
-    static void consume(String bootstrap, String topic, String group, long releaseEvery, long idleMs,
-                        long ackDelayMs, long commitTimeoutMs) {
+    // shareConsumer is a KafkaShareConsumer of group, with explicit or implicit acknowledgement.
+    static KafkaShareConsumer<String, String> shareConsumer(String bootstrap, String group, boolean explicit) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("group.id", group);
-        p.put("share.acknowledgement.mode", "explicit");
+        if (explicit) {
+            p.put("share.acknowledgement.mode", "explicit");
+        }
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
-        KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(p);
+        return new KafkaShareConsumer<>(p);
+    }
+
+    // stopOnSigterm wakes the consumer on SIGTERM and gives the main thread 10 s to close it; the flag
+    // it returns says the loop must end.
+    static AtomicBoolean stopOnSigterm(KafkaShareConsumer<String, String> consumer) {
         AtomicBoolean stopping = new AtomicBoolean();
         Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -150,6 +157,13 @@ public final class ShareTool {
                 Thread.currentThread().interrupt();
             }
         }));
+        return stopping;
+    }
+
+    static void consume(String bootstrap, String topic, String group, long releaseEvery, long idleMs,
+                        long ackDelayMs, long commitTimeoutMs) {
+        KafkaShareConsumer<String, String> consumer = shareConsumer(bootstrap, group, true);
+        AtomicBoolean stopping = stopOnSigterm(consumer);
         consumer.subscribe(Set.of(topic));
         long lastRecord = System.currentTimeMillis();
         try {
@@ -283,23 +297,8 @@ public final class ShareTool {
     }
 
     static void timedConsume(String bootstrap, String topic, String group) {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
-        p.put("group.id", group);
-        p.put("key.deserializer", StringDeserializer.class.getName());
-        p.put("value.deserializer", StringDeserializer.class.getName());
-        KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(p);
-        AtomicBoolean stopping = new AtomicBoolean();
-        Thread main = Thread.currentThread();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            stopping.set(true);
-            consumer.wakeup();
-            try {
-                main.join(10_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }));
+        KafkaShareConsumer<String, String> consumer = shareConsumer(bootstrap, group, false);
+        AtomicBoolean stopping = stopOnSigterm(consumer);
         consumer.subscribe(Set.of(topic));
         try {
             while (!stopping.get()) {
