@@ -43,6 +43,8 @@ func main() {
 		func(v string) error { cfg.ScaleAPIServerEnv = strings.Split(v, ","); return nil })
 	flags.IntVar(&cfg.Kafka.Records, "kafka-records", 200000, "records each share-consumption cell of the kafka family produces and consumes")
 	flags.IntVar(&cfg.Kafka.Trials, "kafka-trials", 3, "leader losses the kafka family times per persister")
+	flags.Func("kafka-sidecar-args", "flags added to every sidecar of the kafka family, comma-separated (e.g. --kube-api-qps=0)",
+		func(v string) error { cfg.Kafka.SidecarArgs = strings.Split(v, ","); return nil })
 	flags.Func("kafka-families", "parts of the kafka family to run, comma-separated (default all): "+strings.Join(bench.KafkaFamilies, ","),
 		func(v string) error { cfg.Kafka.Families = strings.Split(v, ","); return nil })
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag

@@ -33,6 +33,9 @@ type KafkaConfig struct {
 	Trials int
 	// Families are the parts to run (default all): share, leader-loss, proxy.
 	Families []string
+	// SidecarArgs are added to every sidecar's flags, e.g. --kube-api-qps=0 to take the client-side
+	// rate limit out of a measurement.
+	SidecarArgs []string
 }
 
 // Kafka families, in the order they run.
@@ -183,7 +186,7 @@ func (k *kafkaRun) startSystem(ctx context.Context, name string, ours bool, shap
 		}
 		opts.Sidecars = &kafkacluster.SidecarOptions{
 			Binary: filepath.Join(k.bin, "sharestate-sidecar"), Kubeconfig: k.kubeconfig,
-			Client: k.env.Client, Namespace: s.ns,
+			Client: k.env.Client, Namespace: s.ns, Args: k.cfg.SidecarArgs,
 		}
 	}
 	if shape != nil {
