@@ -167,7 +167,15 @@ func (s *sidecar) probe(path string) int {
 // scrape returns the sidecar's /metrics.
 func (s *sidecar) scrape(t testing.TB) string {
 	t.Helper()
-	resp, err := http.Get("http://" + s.metrics + "/metrics")
+	// The metrics server starts after the Kafka listeners the start-up waits for: on a busy machine
+	// its port can still refuse a moment after the sidecar is ready.
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err = http.Get("http://" + s.metrics + "/metrics"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
