@@ -200,7 +200,7 @@ func (c *proxyConn) streamUpstream(pd owed) string {
 		err = c.rewriteAPIVersions(pd.version)
 	} else {
 		var n int64
-		n, err = copyFrame(c.downW, c.recv.r, int64(size)+4)
+		n, err = c.copyResponse(int64(size) + 4)
 		c.p.metrics.bytesFromUpstream.Add(float64(n))
 	}
 	if err != nil {
