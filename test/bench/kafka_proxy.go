@@ -51,8 +51,9 @@ const (
 	proxyLatencyWarmup  = 1000
 	// proxyE2ERecords is how many records EndToEndLatency sends and fetches, one at a time.
 	proxyE2ERecords = 500
-	// proxyWarmupRecords each path produces once before the rounds: the brokers' code is compiled,
-	// every path is known to work before any is measured, and the topic holds proxyFetchRecords.
+	// proxyWarmupRecords each path produces once before the rounds (warmUp): the brokers' code is
+	// compiled, every path is known to work before any is measured, and the topic holds
+	// proxyFetchRecords.
 	proxyWarmupRecords = proxyFetchRecords / 3
 )
 
@@ -63,6 +64,14 @@ const (
 // less of it as the heap grew: the rounds' brokers got faster from one round to the next.
 var proxyBrokerJVMOptions = []string{"-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 	"-XX:InitiatingHeapOccupancyPercent=35", "-Djava.awt.headless=true"}
+
+// unthrottled sends records as fast as the path takes them, in full batches.
+func unthrottled(records int) produceRun {
+	return produceRun{records: records, rate: -1, lingerMs: proxyLinger}
+}
+
+// latencyRun is each round's latency run: one record a batch (linger.ms=0).
+var latencyRun = produceRun{records: proxyLatencyRecords, rate: proxyLatencyRate, warmup: proxyLatencyWarmup}
 
 const (
 	proxyThroughputTopic = "proxy-throughput"
@@ -204,39 +213,24 @@ func (b *proxyBench) setUp(ctx context.Context) error {
 			return fmt.Errorf("warming up the %s path: %w", p.name, err)
 		}
 	}
-	b.settle(ctx)
 	return nil
 }
 
-// warmUp produces and fetches through p once, unmeasured.
+// warmUp runs through p what a round runs, unmeasured and smaller (the produce excepted, which
+// fills the topic for the fetches): each kind of request the rounds send has been compiled by the
+// brokers' JVMs before the first round, which otherwise measured every path slower than the next.
 func (b *proxyBench) warmUp(ctx context.Context, p proxyPath) error {
-	if _, err := produce(ctx, p.clients, proxyThroughputTopic, proxyWarmupRecords, proxyRecordSize, -1, proxyLinger, 0); err != nil {
+	if _, err := produce(ctx, p.clients, unthrottled(proxyWarmupRecords)); err != nil {
 		return err
 	}
-	_, err := fetch(ctx, p.clients, proxyThroughputTopic, "proxy-warmup-"+p.name, proxyWarmupRecords)
-	return err
-}
-
-// Before the first round the brokers' JVMs are still compiling what the warm-up ran, on the cores
-// the rounds share: the first round measured slower paths for it. settle waits, up to
-// proxySettleMax, until the brokers use less than proxySettleCores over a second.
-const (
-	proxySettleMax   = 30 * time.Second
-	proxySettleCores = 0.3
-)
-
-func (b *proxyBench) settle(ctx context.Context) {
-	start := time.Now()
-	for ctx.Err() == nil && time.Since(start) < proxySettleMax {
-		before := sampleProcs(b.sys.nodePIDs())
-		time.Sleep(time.Second)
-		after := sampleProcs(b.sys.nodePIDs())
-		if cores := cpuSeconds(before, after) / after.at.Sub(before.at).Seconds(); cores < proxySettleCores {
-			b.logf("the brokers settled after %.0f s (%.2f cores)", time.Since(start).Seconds(), cores)
-			return
-		}
+	if _, err := fetch(ctx, p.clients, proxyThroughputTopic, "proxy-warmup-"+p.name, proxyWarmupRecords); err != nil {
+		return err
 	}
-	b.logf("the brokers did not settle within %v; measuring anyway", proxySettleMax)
+	if _, err := produce(ctx, p.clients, produceRun{records: proxyLatencyWarmup, rate: proxyLatencyRate}); err != nil {
+		return err
+	}
+	_, err := endToEnd(ctx, p.clients, proxyE2ETopic, proxyE2ERecords/5, proxyRecordSize)
+	return err
 }
 
 func (b *proxyBench) logf(format string, args ...any) {
@@ -274,15 +268,14 @@ func (b *proxyBench) measurePath(ctx context.Context, p proxyPath, round int) (p
 	var r proxyRound
 	var err error
 	start, before := time.Now(), b.sampleCPU()
-	if r.produce, err = produce(ctx, p.clients, proxyThroughputTopic, proxyRecords, proxyRecordSize, -1, proxyLinger, 0); err != nil {
+	if r.produce, err = produce(ctx, p.clients, unthrottled(proxyRecords)); err != nil {
 		return r, err
 	}
 	group := fmt.Sprintf("proxy-fetch-%s-%d", p.name, round)
 	if r.fetchRate, err = fetch(ctx, p.clients, proxyThroughputTopic, group, proxyFetchRecords); err != nil {
 		return r, err
 	}
-	r.latency, err = produce(ctx, p.clients, proxyThroughputTopic, proxyLatencyRecords, proxyRecordSize, proxyLatencyRate, 0, proxyLatencyWarmup)
-	if err != nil {
+	if r.latency, err = produce(ctx, p.clients, latencyRun); err != nil {
 		return r, err
 	}
 	if r.e2e, err = endToEnd(ctx, p.clients, proxyE2ETopic, proxyE2ERecords, proxyRecordSize); err != nil {

@@ -30,15 +30,21 @@ type producePerf struct {
 	records             int64
 }
 
-// produce runs ProducerPerformance: records of size bytes to topic with acks=all and lingerMs, at
-// rate records a second (-1: as fast as it can), the first warmup of them left out of the summary.
-func produce(ctx context.Context, c kafkacluster.Clients, topic string, records, size, rate, lingerMs, warmup int) (producePerf, error) {
-	args := []string{"--bootstrap-server", c.Bootstrap, "--topic", topic,
-		"--num-records", fmt.Sprint(records), "--record-size", fmt.Sprint(size), "--throughput", fmt.Sprint(rate),
+// produceRun is one ProducerPerformance run: records to send, at rate records a second (-1: as
+// fast as it can) with lingerMs, the first warmup of them left out of the summary.
+type produceRun struct {
+	records, rate, lingerMs, warmup int
+}
+
+// produce runs ProducerPerformance to the throughput topic: records of proxyRecordSize bytes with
+// acks=all.
+func produce(ctx context.Context, c kafkacluster.Clients, run produceRun) (producePerf, error) {
+	args := []string{"--bootstrap-server", c.Bootstrap, "--topic", proxyThroughputTopic,
+		"--num-records", fmt.Sprint(run.records), "--record-size", fmt.Sprint(proxyRecordSize), "--throughput", fmt.Sprint(run.rate),
 		"--reporting-interval", "60000",
-		"--command-property", "acks=all", fmt.Sprintf("linger.ms=%d", lingerMs)}
-	if warmup > 0 {
-		args = append(args, "--warmup-records", fmt.Sprint(warmup))
+		"--command-property", "acks=all", fmt.Sprintf("linger.ms=%d", run.lingerMs)}
+	if run.warmup > 0 {
+		args = append(args, "--warmup-records", fmt.Sprint(run.warmup))
 	}
 	out, err := c.Run(ctx, "org.apache.kafka.tools.ProducerPerformance", args...)
 	if err != nil {
@@ -48,7 +54,7 @@ func produce(ctx context.Context, c kafkacluster.Clients, topic string, records,
 	if err != nil {
 		return p, err
 	}
-	if want := int64(records - warmup); p.records != want {
+	if want := int64(run.records - run.warmup); p.records != want {
 		return p, fmt.Errorf("ProducerPerformance summed %d records, not %d:\n%s", p.records, want, out)
 	}
 	return p, nil

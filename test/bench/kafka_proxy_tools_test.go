@@ -126,3 +126,14 @@ func TestRotateStartsEachRoundWithAnotherPath(t *testing.T) {
 		t.Error("rotate changed its argument")
 	}
 }
+
+func TestRatioOfMediansAndSpreadOfRounds(t *testing.T) {
+	a := []proxyRound{{fetchRate: 90}, {fetchRate: 50}, {fetchRate: 120}}
+	b := []proxyRound{{fetchRate: 100}, {fetchRate: 100}, {fetchRate: 100}}
+	if got := ratio(a, b, fetchRate); got != 0.9 {
+		t.Errorf("ratio = %v, want 0.9", got)
+	}
+	if got, want := spread(a, b, fetchRate), "rounds 0.50–1.20"; !strings.HasSuffix(got, want) {
+		t.Errorf("spread = %q, want it to end %q", got, want)
+	}
+}
