@@ -137,3 +137,21 @@ func TestRatioOfMediansAndSpreadOfRounds(t *testing.T) {
 		t.Errorf("spread = %q, want it to end %q", got, want)
 	}
 }
+
+// TestChecksWithoutHAProxy: a machine without haproxy records its targets as not measured, saying
+// how to install it, and still checks the proxy against the direct path.
+func TestChecksWithoutHAProxy(t *testing.T) {
+	var out strings.Builder
+	b := &proxyBench{k: &kafkaRun{report: newKafkaReport(&out)}}
+	round := proxyRound{produce: producePerf{recordsPerSec: 100}, fetchRate: 1000}
+	b.checks(map[string][]proxyRound{"direct": {round}, "proxy": {round}})
+	b.k.report.targets()
+	for _, want := range []string{
+		"| proxy: produce records/s through the proxies ÷ direct | 1× | ≥ 0.95× | PASS",
+		"| proxy: fetch records/s through the proxies ÷ through HAProxy | n/a | ≥ 0.9× | SKIP " + haproxyInstall + " |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the targets lack %q:\n%s", want, out.String())
+		}
+	}
+}
