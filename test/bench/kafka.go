@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,7 +161,7 @@ type kafkaSystem struct {
 	cluster  *kafkacluster.Cluster
 	clients  kafkacluster.Clients
 	ns       string
-	operator *exec.Cmd
+	operator *kafkacluster.Operator
 }
 
 // startSystem starts a cluster named name (its directory and namespace); ours says whether its share
@@ -181,9 +180,12 @@ func (k *kafkaRun) startSystem(ctx context.Context, name string, ours bool, shap
 			return nil, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 		}
 		s.ns = ns.Name
-		if err := s.startOperator(k, dir); err != nil {
+		op, err := kafkacluster.StartOperator(filepath.Join(k.bin, "sharestate-operator"), k.kubeconfig, s.ns,
+			filepath.Join(dir, "operator.log"))
+		if err != nil {
 			return nil, err
 		}
+		s.operator = op
 		opts.Sidecars = &kafkacluster.SidecarOptions{
 			Binary: filepath.Join(k.bin, "sharestate-sidecar"), Kubeconfig: k.kubeconfig,
 			Client: k.env.Client, Namespace: s.ns, Args: k.cfg.SidecarArgs,
@@ -211,36 +213,13 @@ func persisterName(ours bool) string {
 	return "kafka"
 }
 
-func (s *kafkaSystem) startOperator(k *kafkaRun, dir string) error {
-	logFile, err := os.Create(filepath.Join(dir, "operator.log"))
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(filepath.Join(k.bin, "sharestate-operator"), "--kubeconfig", k.kubeconfig,
-		"--watch-namespace", s.ns, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return err
-	}
-	s.operator = cmd
-	return nil
-}
-
 // stop stops the cluster and the operator.
 func (s *kafkaSystem) stop() {
 	if s.cluster != nil {
 		s.cluster.Stop()
 	}
 	if s.operator != nil {
-		_ = s.operator.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = s.operator.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = s.operator.Process.Kill()
-		}
+		s.operator.Stop()
 	}
 }
 

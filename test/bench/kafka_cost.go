@@ -70,10 +70,10 @@ func apiserverPIDs() []int {
 }
 
 func (s *kafkaSystem) operatorPIDs() []int {
-	if s.operator == nil || s.operator.Process == nil {
+	if s.operator == nil {
 		return nil
 	}
-	return []int{s.operator.Process.Pid}
+	return []int{s.operator.PID()}
 }
 
 // readSidecars sums the sidecars' share-state requests and their Write duration histogram.

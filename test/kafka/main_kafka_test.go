@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +90,7 @@ type system struct {
 	dir      string
 	cluster  *kafkacluster.Cluster
 	clients  kafkacluster.Clients
-	operator *exec.Cmd
+	operator *kafkacluster.Operator
 	adminKC  string
 }
 
@@ -150,17 +149,12 @@ func createNamespace(t *testing.T) string {
 
 func (s *system) startOperator() {
 	s.t.Helper()
-	logFile, err := os.Create(filepath.Join(s.dir, "operator.log"))
+	op, err := kafkacluster.StartOperator(filepath.Join(suite.bin, "sharestate-operator"), s.adminKC, s.ns,
+		filepath.Join(s.dir, "operator.log"))
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(suite.bin, "sharestate-operator"), "--kubeconfig", s.adminKC,
-		"--watch-namespace", s.ns, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.operator = cmd
+	s.operator = op
 }
 
 // stop stops the cluster and the operator; on failure it prints where their logs are and their ends.
@@ -169,14 +163,7 @@ func (s *system) stop(cluster *kafkacluster.Cluster) {
 		cluster.Stop()
 	}
 	if s.operator != nil {
-		_ = s.operator.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = s.operator.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = s.operator.Process.Kill()
-		}
+		s.operator.Stop()
 	}
 	if s.t.Failed() {
 		s.keepLogs()

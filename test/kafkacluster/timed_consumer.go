@@ -1,11 +1,14 @@
 package kafkacluster
 
 import (
-	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,12 +18,20 @@ type TimedConsumer struct {
 	Name string
 	out  string
 	proc process
+
+	// What was read of out so far: a bench polls while the consumer runs, so each look reads only
+	// what was appended since the last one (rereading hundreds of thousands of lines every poll
+	// would take CPU from the very consumption being timed).
+	mu      sync.Mutex
+	offset  int64
+	summary DeliverySummary
+	arrived map[int32][]time.Time // by partition, in the order the consumer received them
 }
 
 // StartTimedConsumer starts a timed share consumer of group on topic.
 func (c Clients) StartTimedConsumer(name, topic, group string) (*TimedConsumer, error) {
 	con := &TimedConsumer{Name: name, out: filepath.Join(c.Dir, name+".out"),
-		proc: process{name: name, logPath: filepath.Join(c.Dir, name+".log")}}
+		proc: process{name: name, logPath: filepath.Join(c.Dir, name+".log")}, arrived: map[int32][]time.Time{}}
 	if err := c.startShareTool(&con.proc, con.out, "timed-consume", c.Bootstrap, topic, group); err != nil {
 		return nil, err
 	}
@@ -30,68 +41,77 @@ func (c Clients) StartTimedConsumer(name, topic, group string) (*TimedConsumer, 
 // Stop closes the consumer (SIGTERM), or kills it after 30 s.
 func (con *TimedConsumer) Stop() { con.proc.stop(30 * time.Second) }
 
+// Kill ends the consumer at once.
+func (con *TimedConsumer) Kill() { con.proc.kill() }
+
 // FirstDelivery is when the consumer first received a record of partition at or after since, and
 // whether it has.
 func (con *TimedConsumer) FirstDelivery(partition int32, since time.Time) (time.Time, bool) {
-	f, err := os.Open(con.out)
-	if err != nil {
+	con.mu.Lock()
+	defer con.mu.Unlock()
+	con.readNew()
+	arrived := con.arrived[partition]
+	i, _ := slices.BinarySearchFunc(arrived, since, func(at, t time.Time) int { return at.Compare(t) })
+	if i == len(arrived) {
 		return time.Time{}, false
 	}
-	defer func() { _ = f.Close() }()
-	sinceMs := since.UnixMilli()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		// "millis partition offset deliveryCount"
-		fields := strings.Fields(scanner.Text())
-		if len(fields) != 4 || fields[1] != strconv.Itoa(int(partition)) {
-			continue
-		}
-		ms, err := strconv.ParseInt(fields[0], 10, 64)
-		if err == nil && ms >= sinceMs {
-			return time.UnixMilli(ms), true
-		}
-	}
-	return time.Time{}, false
+	return arrived[i], true
 }
 
-// Kill ends the consumer at once.
-func (con *TimedConsumer) Kill() { con.proc.kill() }
+// Summary reads what the consumer received so far.
+func (con *TimedConsumer) Summary() DeliverySummary {
+	con.mu.Lock()
+	defer con.mu.Unlock()
+	con.readNew()
+	return con.summary
+}
+
+// readNew takes in the whole lines appended to out since the last look.
+func (con *TimedConsumer) readNew() {
+	f, err := os.Open(con.out)
+	if err != nil {
+		return
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(con.offset, io.SeekStart); err != nil {
+		return
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return
+	}
+	// A line still being written is left for the next look.
+	end := bytes.LastIndexByte(data, '\n') + 1
+	for line := range strings.Lines(string(data[:end])) {
+		con.take(line)
+	}
+	con.offset += int64(end)
+}
+
+// take records one line, "millis partition offset deliveryCount"; others (errors) are skipped.
+func (con *TimedConsumer) take(line string) {
+	fields := strings.Fields(line)
+	if len(fields) != 4 {
+		return
+	}
+	ms, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return
+	}
+	partition, err := strconv.ParseInt(fields[1], 10, 32)
+	if err != nil {
+		return
+	}
+	at := time.UnixMilli(ms)
+	con.arrived[int32(partition)] = append(con.arrived[int32(partition)], at)
+	con.summary = con.summary.Merge(DeliverySummary{Records: 1, First: at, Last: at})
+}
 
 // DeliverySummary is what a timed consumer received: how many records, and when the first and the
 // last reached it.
 type DeliverySummary struct {
 	Records     int
 	First, Last time.Time
-}
-
-// Summary reads what the consumer received so far.
-func (con *TimedConsumer) Summary() DeliverySummary {
-	var s DeliverySummary
-	f, err := os.Open(con.out)
-	if err != nil {
-		return s
-	}
-	defer func() { _ = f.Close() }()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) != 4 {
-			continue
-		}
-		ms, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		at := time.UnixMilli(ms)
-		if s.Records == 0 || at.Before(s.First) {
-			s.First = at
-		}
-		if at.After(s.Last) {
-			s.Last = at
-		}
-		s.Records++
-	}
-	return s
 }
 
 // Merge is the summary of both consumers' deliveries.
