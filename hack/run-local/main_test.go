@@ -15,9 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -54,7 +51,7 @@ func TestRunLocal(t *testing.T) {
 		}
 	})
 
-	cl := kubeClient(t, kubeconfig)
+	cl := testenv.KubeClient(t, kubeconfig)
 	ctx := context.Background()
 	t.Run("the stand-in broker writes share state for the sample group", func(t *testing.T) {
 		applySampleGroup(ctx, t, cl)
@@ -118,26 +115,6 @@ func TestASignalDuringTheStartStopsIt(t *testing.T) {
 			r.stopAndCheck(t, tc.sig, 3*time.Second)
 		})
 	}
-}
-
-// kubeClient is an administrator's client of the cluster of kubeconfig, for core and sharestate types.
-func kubeClient(t *testing.T, kubeconfig string) client.Client {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, sharestatev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
 }
 
 // applySampleGroup creates the ShareGroup of config/samples, as the Quickstart's kubectl apply does.

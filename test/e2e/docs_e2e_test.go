@@ -14,9 +14,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
@@ -57,7 +54,7 @@ func TestDocumentedCommands(t *testing.T) {
 	// The stand-in broker's state, a reset, and its pod deleted: it ends fenced, so its partitions'
 	// state no longer changes, which the backup and restore below compare.
 	sh.run(docBlock(t, readme, "state"))
-	checkStandInFenced(context.Background(), t, kubeClient(t, kubeconfig))
+	checkStandInFenced(context.Background(), t, testenv.KubeClient(t, kubeconfig))
 	sh.run(docBlock(t, readme, "crds"))
 
 	t.Run("helm install, uninstall, install under another name", func(t *testing.T) {
@@ -79,7 +76,7 @@ func TestDocumentedCommands(t *testing.T) {
 
 	t.Run("backup and restore", func(t *testing.T) {
 		ctx := context.Background()
-		cl := kubeClient(t, kubeconfig)
+		cl := testenv.KubeClient(t, kubeconfig)
 		// A reset that ran before the backup stays in the group's spec: the restore must not run it
 		// again on the restored state (the restored epochs would then be refused as lowered).
 		resetGroup(ctx, t, cl, "before-backup")
@@ -192,26 +189,6 @@ func checkQuickstart(t *testing.T, clone, block string) {
 	if !strings.Contains(string(ci), "\nmake test\n") {
 		t.Fatal(".ci/run does not run the README's test command, make test")
 	}
-}
-
-func kubeClient(t *testing.T, kubeconfig string) client.Client {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := sharestatev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
 }
 
 // checkStandInFenced checks what the Quickstart's state block shows: the stand-in broker's four
