@@ -41,10 +41,13 @@ func main() {
 	flags.Func("scale-apiserver-env", "NAME=value pairs, comma-separated, added to the environment of the scale scenarios' kube-apiserver, "+
 		"for diagnostics: 'GOGC=off,GOMEMLIMIT=8GiB' measures the write path without its garbage collections",
 		func(v string) error { cfg.ScaleAPIServerEnv = strings.Split(v, ","); return nil })
-	flags.IntVar(&cfg.Kafka.Records, "kafka-records", 200000, "records each share-consumption cell of the kafka family produces and consumes")
+	flags.IntVar(&cfg.Kafka.Records, "kafka-records", 400000, "records each share-consumption cell of the kafka family produces and consumes")
 	flags.IntVar(&cfg.Kafka.Trials, "kafka-trials", 3, "leader losses the kafka family times per persister")
 	flags.Func("kafka-sidecar-args", "flags added to every sidecar of the kafka family, comma-separated (e.g. --kube-api-qps=0)",
 		func(v string) error { cfg.Kafka.SidecarArgs = strings.Split(v, ","); return nil })
+	flags.Func("kafka-share-cells", "cells of the kafka family's share part, PARTITIONSxCONSUMERS comma-separated (default 3x1,3x4,100x1,100x4)",
+		func(v string) (err error) { cfg.Kafka.ShareCells, err = bench.ParseShareCells(v); return err })
+	flags.IntVar(&cfg.Kafka.ShareTrials, "kafka-share-trials", 3, "times each share cell of the kafka family is measured per persister (the ratios are of the medians)")
 	flags.Func("kafka-families", "parts of the kafka family to run, comma-separated (default all): "+strings.Join(bench.KafkaFamilies, ","),
 		func(v string) error { cfg.Kafka.Families = strings.Split(v, ","); return nil })
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag

@@ -32,6 +32,11 @@ type KafkaConfig struct {
 	Trials int
 	// Families are the parts to run (default all): share, leader-loss, proxy.
 	Families []string
+	// ShareCells are the share family's cells (default DefaultShareCells).
+	ShareCells []ShareCell
+	// ShareTrials is how many times each share cell is measured per persister; the ratios are of
+	// the medians.
+	ShareTrials int
 	// SidecarArgs are added to every sidecar's flags, e.g. --kube-api-qps=0 to take the client-side
 	// rate limit out of a measurement.
 	SidecarArgs []string
@@ -63,16 +68,17 @@ type kafkaRun struct {
 	shareTool  string
 	kubeconfig string
 	report     *kafkaReport
+	profileDir string // when set, receives kube-apiserver's CPU profile of each share cell of ours
 }
 
 // runKafka runs the kafka family and prints its report to out.
 func runKafka(ctx context.Context, cfg Config, out, log io.Writer) error {
-	k := &kafkaRun{cfg: cfg.Kafka, log: log, report: newKafkaReport(out)}
+	k := &kafkaRun{cfg: cfg.Kafka, log: log, report: newKafkaReport(out), profileDir: cfg.ProfileDir}
 	if k.cfg.Version == "" {
 		k.cfg.Version = kafkacluster.Version()
 	}
 	if k.cfg.Records <= 0 {
-		k.cfg.Records = 200000
+		k.cfg.Records = 400000
 	}
 	if k.cfg.Trials <= 0 {
 		k.cfg.Trials = 3

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // shareStateAPIs are Kafka's names of the five share-state RPCs (API keys 83–87).
@@ -18,8 +19,14 @@ var shareStateAPIs = []string{"InitializeShareGroupState", "ReadShareGroupState"
 // from the sidecars' metrics; Kafka's from each broker's request metrics (JMX: the share coordinator
 // answers them on the brokers).
 type costSample struct {
-	brokers, sidecars, apiserver, operator procSample
-	sidecarRSS                             []float64
+	brokers, sidecars, apiserver, etcd, operator procSample
+	sidecarRSS                                   []float64
+
+	// Ours only, from the sidecars' persister metrics: the status updates stored (one per partition
+	// per group commit), the partitions' Writes they carried, and the bytes of the statuses stored.
+	statusUpdates, partitionWrites, statusBytes float64
+	// statusPUT is kube-apiserver's own time for the partitions' status updates (PUT), ours only.
+	statusPUT requestTime
 
 	stateRequests float64
 	writes        float64
@@ -37,28 +44,58 @@ type costDelta struct {
 	records, stateRequests, writes float64
 	writeMeanMs, writeP99Ms        float64
 	brokerCPU, sidecarCPU          float64
-	apiserverCPU, operatorCPU      float64
+	apiserverCPU, etcdCPU          float64
+	operatorCPU                    float64
 	sidecarRSSMax                  float64
+	statusUpdates, partitionWrites float64
+	statusBytesMean                float64
+	statusPUTMeanMs                float64       // kube-apiserver's own time per status update
+	window                         time.Duration // between the two samples
+}
+
+// serverCPU is the CPU of every server process of the system: brokers, sidecars, kube-apiserver,
+// etcd and the operator (the consumers are apart).
+func (d costDelta) serverCPU() float64 {
+	return d.brokerCPU + d.sidecarCPU + d.apiserverCPU + d.etcdCPU + d.operatorCPU
 }
 
 // sampleCost reads a system's costSample.
 func (k *kafkaRun) sampleCost(ctx context.Context, s *kafkaSystem) (costSample, error) {
+	c, err := k.sampleProcesses(ctx, s)
+	if err != nil || s.ns != "" {
+		return c, err
+	}
+	return c, c.readBrokers(ctx, s)
+}
+
+// sampleProcesses reads what is cheap to read while a cell runs: the processes' CPU and memory and,
+// for ours, the sidecars' metrics. Kafka's request metrics need a JVM of their own (JMX) and are left
+// out.
+func (k *kafkaRun) sampleProcesses(ctx context.Context, s *kafkaSystem) (costSample, error) {
 	c := costSample{
 		brokers: sampleProcs(s.nodePIDs()), sidecars: sampleProcs(s.sidecarPIDs()),
-		apiserver: sampleProcs(apiserverPIDs()), operator: sampleProcs(s.operatorPIDs()),
+		apiserver: sampleProcs(controlPlanePIDs("kube-apiserver")), etcd: sampleProcs(controlPlanePIDs("etcd")),
+		operator:     sampleProcs(s.operatorPIDs()),
 		writeBuckets: map[float64]float64{},
 	}
 	for _, pid := range s.sidecarPIDs() {
 		c.sidecarRSS = append(c.sidecarRSS, rssMB(pid))
 	}
-	if s.ns != "" {
-		return c, c.readSidecars(s)
+	if s.ns == "" {
+		return c, nil
 	}
-	return c, c.readBrokers(ctx, s)
+	times := statusRequestTimes(ctx, k.env.Config)
+	if times == nil {
+		return c, fmt.Errorf("reading kube-apiserver's request metrics")
+	}
+	c.statusPUT = times["PUT"]
+	return c, c.readSidecars(s)
 }
 
-func apiserverPIDs() []int {
-	procs, err := childProcesses("kube-apiserver")
+// controlPlanePIDs are the bench's child processes of that name: the control plane's kube-apiserver
+// or etcd.
+func controlPlanePIDs(name string) []int {
+	procs, err := childProcesses(name)
 	if err != nil {
 		return nil
 	}
@@ -85,6 +122,12 @@ func (c *costSample) readSidecars(s *kafkaSystem) error {
 		}
 		for series, v := range metricSeries(page) {
 			switch {
+			case series == "sharestate_persister_writes_per_update_count":
+				c.statusUpdates += v
+			case series == "sharestate_persister_writes_per_update_sum":
+				c.partitionWrites += v
+			case series == "sharestate_persister_status_bytes_sum":
+				c.statusBytes += v
 			case strings.HasPrefix(series, "sharestate_sidecar_requests_total{"):
 				c.stateRequests += v
 			case strings.HasPrefix(series, `sharestate_sidecar_request_duration_seconds_count{api="WriteShareGroupState"}`):
@@ -166,19 +209,35 @@ func (c *costSample) readBrokers(ctx context.Context, s *kafkaSystem) error {
 // minus is the cost between before and c, for records consumed.
 func (c costSample) minus(before costSample, records int64) costDelta {
 	d := costDelta{
-		records:       float64(records),
-		stateRequests: c.stateRequests - before.stateRequests,
-		writes:        c.writes - before.writes,
-		brokerCPU:     cpuSeconds(before.brokers, c.brokers),
-		sidecarCPU:    cpuSeconds(before.sidecars, c.sidecars),
-		apiserverCPU:  cpuSeconds(before.apiserver, c.apiserver),
-		operatorCPU:   cpuSeconds(before.operator, c.operator),
-		sidecarRSSMax: math.NaN(),
-		writeMeanMs:   math.NaN(),
-		writeP99Ms:    math.NaN(),
+		records:         float64(records),
+		window:          c.brokers.at.Sub(before.brokers.at),
+		stateRequests:   c.stateRequests - before.stateRequests,
+		writes:          c.writes - before.writes,
+		brokerCPU:       cpuSeconds(before.brokers, c.brokers),
+		sidecarCPU:      cpuSeconds(before.sidecars, c.sidecars),
+		apiserverCPU:    cpuSeconds(before.apiserver, c.apiserver),
+		etcdCPU:         cpuSeconds(before.etcd, c.etcd),
+		operatorCPU:     cpuSeconds(before.operator, c.operator),
+		statusUpdates:   c.statusUpdates - before.statusUpdates,
+		partitionWrites: c.partitionWrites - before.partitionWrites,
+		statusBytesMean: math.NaN(),
+		statusPUTMeanMs: math.NaN(),
+		sidecarRSSMax:   math.NaN(),
+		writeMeanMs:     math.NaN(),
+		writeP99Ms:      math.NaN(),
 	}
 	if len(c.sidecarRSS) > 0 {
 		d.sidecarRSSMax = slices.Max(c.sidecarRSS)
+	}
+	if d.statusUpdates > 0 {
+		d.statusBytesMean = (c.statusBytes - before.statusBytes) / d.statusUpdates
+	}
+	was := before.statusPUT
+	if math.IsNaN(was.count) { // none yet when before was read
+		was = requestTime{}
+	}
+	if puts := c.statusPUT.count - was.count; puts > 0 {
+		d.statusPUTMeanMs = (c.statusPUT.seconds - was.seconds) / puts * 1000
 	}
 	if d.writes > 0 {
 		d.writeMeanMs = (c.writeSumMs - before.writeSumMs) / d.writes

@@ -41,6 +41,9 @@ func (c Clients) StartTimedConsumer(name, topic, group string) (*TimedConsumer, 
 // Stop closes the consumer (SIGTERM), or kills it after 30 s.
 func (con *TimedConsumer) Stop() { con.proc.stop(30 * time.Second) }
 
+// PID is the consumer's process id, 0 when it does not run.
+func (con *TimedConsumer) PID() int { return con.proc.pid() }
+
 // Kill ends the consumer at once.
 func (con *TimedConsumer) Kill() { con.proc.kill() }
 
