@@ -29,7 +29,8 @@ const (
 
 // TestDocumentedCommands follows the README, the chart's README and the restore procedure of
 // docs/operations.md word for word, on a copy of the working tree standing for a fresh clone: the
-// blocks they mark `<!-- docs-test: NAME -->` run unchanged in one shell. Between them the test only
+// blocks they mark `<!-- docs-test: NAME -->` run unchanged in one shell; the broker StatefulSet of
+// docs/kafka-integration.md is applied as a server-side dry run. Between them the test only
 // plays the parts a person would: waiting for `make run` and pressing Ctrl-C. The share state comes
 // from make run's stand-in broker, as in the Quickstart.
 func TestDocumentedCommands(t *testing.T) {
@@ -41,6 +42,7 @@ func TestDocumentedCommands(t *testing.T) {
 	readme := filepath.Join(clone, "README.md")
 	chartReadme := filepath.Join(clone, "charts", "sharestate-operator", "README.md")
 	operations := filepath.Join(clone, "docs", "operations.md")
+	integration := filepath.Join(clone, "docs", "kafka-integration.md")
 
 	checkQuickstart(t, clone, docBlock(t, readme, "quickstart"))
 	sh.run("make helm") // the README: "`make helm` builds the pinned helm into `bin/`"
@@ -72,6 +74,22 @@ func TestDocumentedCommands(t *testing.T) {
 		}
 		sh.run(again)
 		sh.run("helm uninstall sharestate-again -n sharestate-system")
+	})
+
+	t.Run("the broker StatefulSet of kafka-integration.md", func(t *testing.T) {
+		// A cluster without nodes runs no pod, but the API server checks the objects as it would
+		// create them: the schema, unknown fields, the StatefulSet's validation. Namespace kafka is
+		// the one the README's helm install uses.
+		manifest := filepath.Join(t.TempDir(), "broker-statefulset.yaml")
+		if err := os.WriteFile(manifest, []byte(docBlock(t, integration, "broker-statefulset")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := sh.run("kubectl apply --dry-run=server -f " + manifest)
+		for _, want := range []string{"serviceaccount/kafka-broker", "service/kafka-headless", "statefulset.apps/kafka"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl apply --dry-run=server did not apply %s:\n%s", want, out)
+			}
+		}
 	})
 
 	t.Run("backup and restore", func(t *testing.T) {
@@ -127,14 +145,14 @@ func TestDocumentedCommands(t *testing.T) {
 }
 
 // newcomerShell is a shell in the clone with what the README asks a newcomer to have on PATH (kubectl,
-// here the control plane's own; helm once `make helm` built it into bin/; ~/bin, where the README
-// builds the plugin), without a KUBECONFIG, and with a home directory of its own. Go's caches and the
-// control plane's binaries stay where they are, so nothing is built twice.
+// here the control plane's own; bin/, where `make helm` builds helm and the README the plugin),
+// without a KUBECONFIG, and with a home directory of its own. Go's caches and the control plane's
+// binaries stay where they are, so nothing is built twice.
 func newcomerShell(t *testing.T, clone string) *shell {
 	home := t.TempDir()
 	env := []string{
 		"HOME=" + home,
-		"PATH=" + strings.Join([]string{filepath.Join(home, "bin"), filepath.Join(clone, "bin"), os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PATH")}, ":"),
+		"PATH=" + strings.Join([]string{filepath.Join(clone, "bin"), os.Getenv("KUBEBUILDER_ASSETS"), os.Getenv("PATH")}, ":"),
 		"ENVTEST_CACHE_DIR=" + filepath.Dir(os.Getenv("KUBEBUILDER_ASSETS")),
 		// Kafka's jars as hack/kafka-assets.sh caches them: the new home has no cache of its own.
 		"KAFKA_CACHE_DIR=" + kafkaCacheDir(),
