@@ -25,6 +25,9 @@ type costSample struct {
 	// Ours only, from the sidecars' persister metrics: the status updates stored (one per partition
 	// per group commit), the partitions' Writes they carried, and the bytes of the statuses stored.
 	statusUpdates, partitionWrites, statusBytes float64
+	// persisterWrite is the persisters' time for a partition's Write (queue, status update, answer),
+	// ours only: the sidecar's request time less this is the wire and the proxy's.
+	persisterWrite requestTime
 	// statusPUT is kube-apiserver's own time for the partitions' status updates (PUT), ours only.
 	statusPUT requestTime
 
@@ -50,6 +53,7 @@ type costDelta struct {
 	statusUpdates, partitionWrites float64
 	statusBytesMean                float64
 	statusPUTMeanMs                float64       // kube-apiserver's own time per status update
+	persisterWriteMeanMs           float64       // the persister's time per partition Write
 	window                         time.Duration // between the two samples
 }
 
@@ -126,6 +130,10 @@ func (c *costSample) readSidecars(s *kafkaSystem) error {
 				c.statusUpdates += v
 			case series == "sharestate_persister_writes_per_update_sum":
 				c.partitionWrites += v
+			case series == "sharestate_persister_write_duration_seconds_sum":
+				c.persisterWrite.seconds += v
+			case series == "sharestate_persister_write_duration_seconds_count":
+				c.persisterWrite.count += v
 			case series == "sharestate_persister_status_bytes_sum":
 				c.statusBytes += v
 			case strings.HasPrefix(series, "sharestate_sidecar_requests_total{"):
@@ -209,22 +217,23 @@ func (c *costSample) readBrokers(ctx context.Context, s *kafkaSystem) error {
 // minus is the cost between before and c, for records consumed.
 func (c costSample) minus(before costSample, records int64) costDelta {
 	d := costDelta{
-		records:         float64(records),
-		window:          c.brokers.at.Sub(before.brokers.at),
-		stateRequests:   c.stateRequests - before.stateRequests,
-		writes:          c.writes - before.writes,
-		brokerCPU:       cpuSeconds(before.brokers, c.brokers),
-		sidecarCPU:      cpuSeconds(before.sidecars, c.sidecars),
-		apiserverCPU:    cpuSeconds(before.apiserver, c.apiserver),
-		etcdCPU:         cpuSeconds(before.etcd, c.etcd),
-		operatorCPU:     cpuSeconds(before.operator, c.operator),
-		statusUpdates:   c.statusUpdates - before.statusUpdates,
-		partitionWrites: c.partitionWrites - before.partitionWrites,
-		statusBytesMean: math.NaN(),
-		statusPUTMeanMs: math.NaN(),
-		sidecarRSSMax:   math.NaN(),
-		writeMeanMs:     math.NaN(),
-		writeP99Ms:      math.NaN(),
+		records:              float64(records),
+		window:               c.brokers.at.Sub(before.brokers.at),
+		stateRequests:        c.stateRequests - before.stateRequests,
+		writes:               c.writes - before.writes,
+		brokerCPU:            cpuSeconds(before.brokers, c.brokers),
+		sidecarCPU:           cpuSeconds(before.sidecars, c.sidecars),
+		apiserverCPU:         cpuSeconds(before.apiserver, c.apiserver),
+		etcdCPU:              cpuSeconds(before.etcd, c.etcd),
+		operatorCPU:          cpuSeconds(before.operator, c.operator),
+		statusUpdates:        c.statusUpdates - before.statusUpdates,
+		partitionWrites:      c.partitionWrites - before.partitionWrites,
+		statusBytesMean:      math.NaN(),
+		statusPUTMeanMs:      math.NaN(),
+		persisterWriteMeanMs: math.NaN(),
+		sidecarRSSMax:        math.NaN(),
+		writeMeanMs:          math.NaN(),
+		writeP99Ms:           math.NaN(),
 	}
 	if len(c.sidecarRSS) > 0 {
 		d.sidecarRSSMax = slices.Max(c.sidecarRSS)
@@ -238,6 +247,9 @@ func (c costSample) minus(before costSample, records int64) costDelta {
 	}
 	if puts := c.statusPUT.count - was.count; puts > 0 {
 		d.statusPUTMeanMs = (c.statusPUT.seconds - was.seconds) / puts * 1000
+	}
+	if n := c.persisterWrite.count - before.persisterWrite.count; n > 0 {
+		d.persisterWriteMeanMs = (c.persisterWrite.seconds - before.persisterWrite.seconds) / n * 1000
 	}
 	if d.writes > 0 {
 		d.writeMeanMs = (c.writeSumMs - before.writeSumMs) / d.writes
