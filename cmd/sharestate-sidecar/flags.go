@@ -46,6 +46,8 @@ func bindEndpointFlags(fs *flag.FlagSet, f *flags) {
 		"address of the Kafka-protocol listener (loopback: the broker in the same pod is its only client)")
 	fs.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", sidecar.DefaultHealthProbeBindAddress,
 		"address of /healthz and /readyz, plain HTTP for the kubelet's probes; 0 disables them")
+	fs.StringVar(&cfg.PprofBindAddress, "pprof-bind-address", "0",
+		"address of Go's /debug/pprof profiles, unauthenticated (bind it to loopback, e.g. 127.0.0.1:6060); 0 disables them")
 	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "",
 		`address of /metrics; 0 disables it (default "`+sidecar.DefaultSecureMetricsAddress+`", or "`+
 			sidecar.DefaultPlainMetricsAddress+`" with --metrics-secure=false)`)

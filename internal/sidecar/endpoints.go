@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -65,6 +66,10 @@ func serveEndpoints(restCfg *rest.Config, cfg Config, ready func(context.Context
 	if err != nil {
 		return nil, err
 	}
+	profiles, _, err := serveProfiles(cfg, errs)
+	if err != nil {
+		return nil, err
+	}
 	var health *http.Server
 	if addr := cfg.HealthProbeBindAddress; addr != "0" && addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -96,9 +101,40 @@ func serveEndpoints(restCfg *rest.Config, cfg Config, ready func(context.Context
 		if health != nil {
 			_ = health.Shutdown(shutdownCtx)
 		}
+		if profiles != nil {
+			_ = profiles.Shutdown(shutdownCtx)
+		}
 		cancel()
 		<-metricsDone
 	}, nil
+}
+
+// serveProfiles serves Go's /debug/pprof handlers on PprofBindAddress and returns the server and
+// the address it bound; nil when it is off. The address is logged: with port 0 it is the only way to
+// learn it.
+func serveProfiles(cfg Config, errs chan<- error) (*http.Server, net.Addr, error) {
+	addr := cfg.PprofBindAddress
+	if addr == "0" || addr == "" {
+		return nil, nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--pprof-bind-address=%s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	cfg.Logger.Info("Serving Go's profiles", "address", ln.Addr().String())
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("serving profiles on %s: %w", addr, err)
+		}
+	}()
+	return srv, ln.Addr(), nil
 }
 
 // newMetricsServer returns controller-runtime's metrics server of the registry the sidecar's and the

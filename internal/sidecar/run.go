@@ -47,6 +47,9 @@ type Config struct {
 	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP, for the kubelet's probes; "0"
 	// disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof profiles, unauthenticated; "0" or empty disables
+	// them. Meant for loopback (reached with kubectl port-forward).
+	PprofBindAddress string
 	// MetricsBindAddress serves /metrics; "0" disables it. Empty is DefaultSecureMetricsAddress, or
 	// DefaultPlainMetricsAddress without SecureMetrics.
 	MetricsBindAddress string

@@ -79,6 +79,7 @@ func (c Config) listenFlags() []listenFlag {
 	add("--listen-address", c.ListenAddress)
 	add("--proxy-listen-address", c.ProxyListenAddress)
 	add("--health-probe-bind-address", c.HealthProbeBindAddress)
+	add("--pprof-bind-address", c.PprofBindAddress)
 	add("--metrics-bind-address", c.metricsAddress())
 	return out
 }
