@@ -111,33 +111,11 @@ func setFenceRefused(obj *sharestatev1.SharePartitionState, verdict leaderVerdic
 	})
 }
 
-// setObservedConditions sets the conditions that follow from the object as it stands: Initialized
-// always, and Fenced turned False once a leader holds the partition again. (A fence sets Fenced True;
-// it stays so until a new leader's Read records itself.)
-func setObservedConditions(obj *sharestatev1.SharePartitionState) {
-	initialized := metav1.Condition{Type: sharestatev1.ConditionInitialized, Status: metav1.ConditionFalse,
-		Reason: sharestatev1.ReasonNotInitialized, Message: "the persister has not initialized the state yet", ObservedGeneration: obj.Generation}
-	if obj.Status.CreateTime != nil {
-		initialized.Status, initialized.Reason = metav1.ConditionTrue, sharestatev1.ReasonStateInitialized
-		initialized.Message = fmt.Sprintf("state initialized at state epoch %d", obj.Status.StateEpoch)
-	}
-	meta.SetStatusCondition(&obj.Status.Conditions, initialized)
-
-	if l := obj.Status.Leader; l != nil {
-		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-			Type: sharestatev1.ConditionFenced, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonLeaderAlive,
-			Message:            fmt.Sprintf("broker %d (pod %s) leads at leader epoch %d", l.BrokerID, l.PodName, l.LeaderEpoch),
-			ObservedGeneration: obj.Generation,
-		})
-	} else if !meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionFenced) {
-		// No leader, and not because of a fence: new, or reset (which clears the leader).
-		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-			Type: sharestatev1.ConditionFenced, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonNoLeader,
-			Message: "no leader has read the state since it was (re)initialized", ObservedGeneration: obj.Generation,
-		})
-	}
-	obj.Status.ObservedGeneration = obj.Generation
-}
+// setObservedConditions sets the conditions that follow from the object as it stands
+// (SharePartitionState.SetObservedConditions). The persister sets them too, in the status it writes
+// when it initializes the state or records a new leader, so the operator's write is then skipped as
+// unchanged.
+func setObservedConditions(obj *sharestatev1.SharePartitionState) { obj.SetObservedConditions() }
 
 // isFenced reports whether the partition is fenced and not yet taken by a new leader.
 func isFenced(obj *sharestatev1.SharePartitionState) bool {

@@ -65,13 +65,15 @@ func StorageForm(batches []sharestate.StateBatch) []sharestatev1.StateBatch {
 	return out
 }
 
-// resetState replaces the object's state with a fresh one (Initialize at a higher state epoch).
+// resetState replaces the object's state with a fresh one (Initialize at a higher state epoch), with
+// the conditions that follow from it.
 func resetState(obj *sharestatev1.SharePartitionState, st sharestate.State, now metav1.Time) {
 	setState(obj, st)
 	obj.Status.Leader = nil
 	obj.Status.CreateTime = &now
 	obj.Status.WriteTime = &now
 	obj.Status.WriteCount = 0
+	obj.SetObservedConditions()
 }
 
 // recordWrite stamps a write: its time, the write counter and the leader that made it.
@@ -91,6 +93,9 @@ func recordLeader(obj *sharestatev1.SharePartitionState, id Identity, leaderEpoc
 		BrokerID: id.BrokerID, PodName: id.PodName, PodUID: id.PodUID,
 		LeaderEpoch: leaderEpoch, Since: now,
 	}
+	// The conditions that follow from the new leader, as the operator would set them: its own write
+	// is then skipped as unchanged, instead of moving the object under the leader's next Write.
+	obj.SetObservedConditions()
 }
 
 // isLeader reports whether the object already records the caller, at that leader epoch, as leader.
