@@ -28,6 +28,9 @@ type costSample struct {
 	// persisterWrite is the persisters' time for a partition's Write (queue, status update, answer),
 	// ours only: the sidecar's request time less this is the wire and the proxy's.
 	persisterWrite requestTime
+	// conflicts are the persisters' status updates refused as conflicting, gets their reads of an
+	// object (after a conflict, or with none cached), ours only.
+	conflicts, gets float64
 	// statusPUT is kube-apiserver's own time for the partitions' status updates (PUT), ours only.
 	statusPUT requestTime
 
@@ -51,6 +54,7 @@ type costDelta struct {
 	operatorCPU                    float64
 	sidecarRSSMax                  float64
 	statusUpdates, partitionWrites float64
+	conflicts, gets                float64
 	statusBytesMean                float64
 	statusPUTMeanMs                float64       // kube-apiserver's own time per status update
 	persisterWriteMeanMs           float64       // the persister's time per partition Write
@@ -134,6 +138,10 @@ func (c *costSample) readSidecars(s *kafkaSystem) error {
 				c.persisterWrite.seconds += v
 			case series == "sharestate_persister_write_duration_seconds_count":
 				c.persisterWrite.count += v
+			case series == "sharestate_persister_conflicts_total":
+				c.conflicts += v
+			case strings.HasPrefix(series, `sharestate_persister_api_requests_total{`) && strings.Contains(series, `verb="get"`):
+				c.gets += v
 			case series == "sharestate_persister_status_bytes_sum":
 				c.statusBytes += v
 			case strings.HasPrefix(series, "sharestate_sidecar_requests_total{"):
@@ -228,6 +236,8 @@ func (c costSample) minus(before costSample, records int64) costDelta {
 		operatorCPU:          cpuSeconds(before.operator, c.operator),
 		statusUpdates:        c.statusUpdates - before.statusUpdates,
 		partitionWrites:      c.partitionWrites - before.partitionWrites,
+		conflicts:            c.conflicts - before.conflicts,
+		gets:                 c.gets - before.gets,
 		statusBytesMean:      math.NaN(),
 		statusPUTMeanMs:      math.NaN(),
 		persisterWriteMeanMs: math.NaN(),
