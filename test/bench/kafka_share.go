@@ -185,13 +185,10 @@ func (k *kafkaRun) profileAPIServer(ctx context.Context, s *kafkaSystem, cell Sh
 // their share state come before the first record, and are reported apart. It also returns the CPU
 // seconds the consumers' processes used. onFirst is called once, with the records delivered so far,
 // at the first look that finds any.
-func consumeAll(ctx context.Context, s *kafkaSystem, topic, group string, consumers, records int, onFirst func(records int)) (_ kafkacluster.DeliverySummary, cpu float64, _ error) {
+func consumeAll(ctx context.Context, s *kafkaSystem, topic, group string, consumers, records int, onFirst func(records int)) (kafkacluster.DeliverySummary, float64, error) {
 	var all []*kafkacluster.TimedConsumer
 	defer func() {
 		for _, c := range all {
-			if used, err := readCPU(c.PID()); err == nil {
-				cpu += used.Seconds()
-			}
 			c.Kill() // what they hold is never measured again: the next cell has a group of its own
 		}
 	}()
@@ -217,7 +214,18 @@ func consumeAll(ctx context.Context, s *kafkaSystem, topic, group string, consum
 	if !done {
 		return total, 0, fmt.Errorf("%d of %d records delivered in 10 minutes", total.Records, records)
 	}
-	return total, 0, nil
+	return total, consumersCPU(all), nil
+}
+
+// consumersCPU is the CPU seconds the consumers' processes have used since they started.
+func consumersCPU(consumers []*kafkacluster.TimedConsumer) float64 {
+	sum := 0.0
+	for _, c := range consumers {
+		if used, err := readCPU(c.PID()); err == nil {
+			sum += used.Seconds()
+		}
+	}
+	return sum
 }
 
 func (k *kafkaRun) reportShareCell(s *kafkaSystem, cell ShareCell, trial int, res shareResult) {

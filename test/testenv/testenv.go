@@ -26,6 +26,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	sharestatev1alpha1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/operator"
 )
 
 // Env is a running control plane.
@@ -77,7 +78,7 @@ func StartWith(opts Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, ErrNoAssets
 	}
-	scheme, err := NewScheme()
+	scheme, err := operator.Scheme()
 	if err != nil {
 		return nil, err
 	}
