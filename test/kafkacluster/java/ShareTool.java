@@ -206,9 +206,11 @@ public final class ShareTool {
                 }
                 for (String line : lines) {
                     int partition = Integer.parseInt(line.split(" ")[1]);
+                    // A partition missing from the results has no known outcome: not a success.
                     Optional<KafkaException> failure = results.entrySet().stream()
                         .filter(e -> e.getKey().partition() == partition)
-                        .map(Map.Entry::getValue).findFirst().orElse(Optional.empty());
+                        .map(Map.Entry::getValue).findFirst()
+                        .orElse(Optional.of(new KafkaException("commitSync returned no result for the partition")));
                     System.out.println(failure.isPresent() ? "FAILED " + line + " " + failure.get() : line);
                 }
                 System.out.flush();
