@@ -87,6 +87,15 @@ const FinalizerPartitionState = "sharestate.dev/partition-state"
 // partitions can be listed by label.
 const LabelShareGroup = "sharestate.dev/share-group"
 
+// LabelLeaderPod is set on every SharePartitionState to the pod of its recorded leader
+// (LeaderPodLabelValue of status.leader.podName), so that the operator finds the partitions a pod
+// leads by a label selector when the pod goes, without watching the partitions. The persister sets it
+// at creation (empty: no leader yet) and whenever it records a leader on another pod, in a patch of its
+// own conditional on the resourceVersion of the status write; the operator's periodic resync adopts
+// objects without it and repairs it. It is a hint: status.leader decides. A partition without a
+// leader (fenced, reset) keeps the label of its last leader.
+const LabelLeaderPod = "sharestate.dev/leader-pod"
+
 // LabelBrokerID is set by each broker's sidecar on its own pod to the broker's Kafka node id
 // (--broker-id). A sidecar that answers a Read or Write sent by another broker (proxy mode: Kafka's
 // persister calls the share coordinator of the key) finds the sender's pod by this label, to record

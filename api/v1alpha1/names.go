@@ -72,3 +72,16 @@ func slug(s string, max int) string {
 	}
 	return b.String()
 }
+
+// maxLabelValue is the longest a label value may be.
+const maxLabelValue = 63
+
+// LeaderPodLabelValue returns the LabelLeaderPod value of the pod named podName: the name itself when
+// it fits a label value (pod names are DNS subdomains, whose characters label values allow), else a
+// readable prefix of it and a hash of the whole name, in 63 characters.
+func LeaderPodLabelValue(podName string) string {
+	if len(podName) <= maxLabelValue {
+		return podName
+	}
+	return slug(podName, maxLabelValue-hashLength-1) + "-" + keyHash("pod", podName)
+}

@@ -117,3 +117,38 @@ func randomTopicID(rng *rand.Rand) string {
 	id[21] = "AQgw"[rng.IntN(4)]
 	return string(id)
 }
+
+func TestLeaderPodLabelValue(t *testing.T) {
+	long := strings.Repeat("kafka-broker.", 20) + "0"
+	tests := []struct {
+		pod  string
+		want string // "" : a hashed form, checked for validity and length
+	}{
+		{"kafka-0", "kafka-0"},
+		{"my-cluster-kafka-brokers.example-0", "my-cluster-kafka-brokers.example-0"},
+		{strings.Repeat("a", 63), strings.Repeat("a", 63)},
+		{strings.Repeat("a", 64), ""},
+		{long, ""},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		got := LeaderPodLabelValue(tt.pod)
+		if errs := validation.IsValidLabelValue(got); len(errs) > 0 || got == "" {
+			t.Errorf("LeaderPodLabelValue(%q) = %q, not a label value: %v", tt.pod, got, errs)
+		}
+		if tt.want != "" && got != tt.want {
+			t.Errorf("LeaderPodLabelValue(%q) = %q, want %q", tt.pod, got, tt.want)
+		}
+		if tt.want == "" && (got == tt.pod || len(got) != 63) {
+			t.Errorf("LeaderPodLabelValue(%q) = %q, want a hashed form of 63 characters", tt.pod, got)
+		}
+		if other, ok := seen[got]; ok {
+			t.Errorf("pods %q and %q share the label value %q", other, tt.pod, got)
+		}
+		seen[got] = tt.pod
+	}
+	// Names that differ only past the readable prefix stay apart.
+	if LeaderPodLabelValue(long) == LeaderPodLabelValue(long+"1") {
+		t.Error("long pod names that differ at the end share a label value")
+	}
+}

@@ -9,8 +9,9 @@ package persister
 
 // What a persister needs of the Kubernetes API, in the namespace it serves; `make manifests` turns
 // these markers into config/rbac/sidecar/role.yaml, the sidecar's role (bind it with a RoleBinding in
-// each broker namespace). Patch on sharepartitionstates only resets the managedFields of the objects
-// it creates or finds with them (managedfields.go).
+// each broker namespace). Patch on sharepartitionstates resets the managedFields of the objects it
+// creates or finds with them (managedfields.go), and sets the leader-pod label when the recorded
+// leader moves to another pod (leader_label.go).
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups,verbs=get;list;create
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;create;delete;patch
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates/status,verbs=get;update

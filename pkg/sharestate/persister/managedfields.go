@@ -36,7 +36,7 @@ var ResetManagedFields = client.RawPatch(types.MergePatchType, []byte(`{"metadat
 // on it, and the next read of the object tries again. Once the API server refuses the permission (a
 // sidecar role from before the persister needed patch), it stops asking.
 func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj *sharestatev1.SharePartitionState) *sharestatev1.SharePartitionState {
-	if len(obj.ManagedFields) == 0 || p.stripForbidden.Load() {
+	if len(obj.ManagedFields) == 0 || p.patchForbidden.Load() {
 		return obj
 	}
 	stripped := obj.DeepCopy()
@@ -48,8 +48,9 @@ func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj
 	case err == nil:
 		return stripped
 	case apierrors.IsForbidden(err):
-		if p.stripForbidden.CompareAndSwap(false, true) {
-			p.log.Info("Not resetting the managedFields of SharePartitionStates: the role lacks patch on them; every write pays the API server's field tracking",
+		if p.patchForbidden.CompareAndSwap(false, true) {
+			p.log.Info("Not patching SharePartitionStates: the role lacks patch on them; every write pays the API server's field "+
+				"tracking, and the operator finds their leaders by its periodic resync only",
 				"namespace", p.opts.Namespace, "error", err.Error())
 		}
 	case !apierrors.IsNotFound(err):

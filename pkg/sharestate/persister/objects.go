@@ -127,7 +127,8 @@ func newObject(namespace string, key partitionKey, owner *sharestatev1.ShareGrou
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
 			Name:      key.objectName(),
-			Labels:    map[string]string{sharestatev1.LabelShareGroup: owner.Name},
+			// No leader yet: the persister that records one sets the leader-pod label then.
+			Labels: map[string]string{sharestatev1.LabelShareGroup: owner.Name, sharestatev1.LabelLeaderPod: ""},
 		},
 		Spec: sharestatev1.SharePartitionStateSpec{
 			GroupID:   sharestatev1.GroupID(key.group),

@@ -80,7 +80,7 @@ func (p *Persister) readAs(ctx context.Context, id Identity, key partitionKey, i
 		s.remember(nil)
 		return failWith(p.outcomeOf(s.key, result, err)), false
 	}
-	s.remember(obj)
+	s.remember(p.labelLeader(ctx, p.opts.BulkClient, s.key, obj))
 	if !outcome.OK() {
 		return failWith(outcome), podFenced
 	}

@@ -162,6 +162,6 @@ func (p *Persister) commitWrites(s *slot, ops []*pendingWrite) []sharestate.Outc
 		}
 		return outcomes
 	}
-	s.remember(obj)
+	s.remember(p.labelLeader(ctx, p.opts.Client, s.key, obj))
 	return outcomes
 }

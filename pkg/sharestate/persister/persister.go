@@ -25,8 +25,10 @@ type Persister struct {
 	slots    *slotTable
 	topology *topology
 	metrics  *persisterMetrics
-	// stripForbidden is set once the API server refused a reset of managedFields (managedfields.go).
-	stripForbidden atomic.Bool
+	// patchForbidden is set once the API server refused a patch of a SharePartitionState (a sidecar
+	// role from before the persister needed it): the persister then stops resetting managedFields
+	// (managedfields.go) and setting leader-pod labels (leader_label.go).
+	patchForbidden atomic.Bool
 	log            logr.Logger
 }
 
