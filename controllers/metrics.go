@@ -26,8 +26,23 @@ var fencesRefusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Stale share-partition leaders the operator could not fence, by reason (StateEpochExhausted: the state epoch is at its maximum).",
 }, []string{"reason"})
 
+// labelsRepairedTotal counts the leader-pod labels the operator set from a partition's status: an
+// object from a persister that predates the label, a label patch the persister never made, a label
+// changed or removed by hand. Above zero after the first resync of an upgrade, it should stay flat.
+var labelsRepairedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "sharestate_operator_leader_labels_repaired_total",
+	Help: "Leader-pod labels of SharePartitionStates the operator set from their status (missing, or not the recorded leader's pod).",
+})
+
+// resyncDuration times the periodic resync's passes over every partition.
+var resyncDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "sharestate_operator_partition_resync_duration_seconds",
+	Help:    "Time of one pass of the periodic resync over every SharePartitionState.",
+	Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
+})
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(fencesTotal, fencesRefusedTotal)
+	ctrlmetrics.Registry.MustRegister(fencesTotal, fencesRefusedTotal, labelsRepairedTotal, resyncDuration)
 }
 
 // partitionsDesc and groupsDesc are computed at scrape time from the manager's cache, so they cost

@@ -3,6 +3,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -19,36 +20,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
-// leaderPodIndex indexes SharePartitionStates by the name of their recorded leader's pod, so a pod
-// event finds the partitions it leads without listing every partition.
-const leaderPodIndex = "status.leader.podName"
-
-// maxFenceAttempts bounds the conflicts one reconcile absorbs before it hands the retry to the queue.
-// A zombie leader that keeps writing moves the resourceVersion every round trip, and each attempt
-// (a live read, then the patch conditional on it) wins only if no write lands in between: a few
-// attempts can all lose, and the queue's back-off would then leave the zombie writing for longer.
+// maxFenceAttempts bounds the conflicts one partition's fence absorbs before it hands the retry to
+// the queue. A zombie leader that keeps writing moves the resourceVersion every round trip, and each
+// attempt (a live read, then the patch conditional on it) wins only if no write lands in between: a
+// few attempts can all lose, and the queue's back-off would then leave the zombie writing for longer.
 const maxFenceAttempts = 16
 
 // SharePartitionStateReconciler fences stale share-partition leaders: when the pod of a partition's
 // recorded leader is gone (deleted, terminating, finished, replaced, or optionally not Ready for too
 // long), it raises the partition's state epoch, so every later write from that leader is answered
 // FENCED_STATE_EPOCH (semantics §9). It also reports Initialized and leader changes.
+//
+// It watches pods, not partitions: the persister rewrites a partition's status on every write, and
+// none of those writes changes what this reconciler decides. A request is a pod; the partitions it
+// leads are listed from the API server by the label the persister sets at each change of leader
+// (sharestatev1.LabelLeaderPod), and each is decided on its status, the label being only a hint. What
+// no pod event brings (a partition whose leader's pod went while the operator was down, a label the
+// persister could not set or someone removed) the periodic resync finds (resync.go).
 type SharePartitionStateReconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
+	// Client reads pods from the manager's cache and writes to the API server.
 	Client client.Client
-	// APIReader reads from the API server: a fence is never decided on the cache alone.
+	// APIReader reads from the API server: partitions always, and pods to confirm a verdict.
 	APIReader client.Reader
 	// Recorder emits Events.
 	Recorder events.EventRecorder
 	// NotReadyGrace, when above zero, also fences a leader whose pod has not been Ready for that long.
 	NotReadyGrace time.Duration
-	// MaxConcurrentReconciles is the number of workers.
+	// MaxConcurrentReconciles is the number of partitions fenced at once.
 	MaxConcurrentReconciles int
+	// ResyncPeriod is how often every partition is looked at (default DefaultResyncPeriod).
+	ResyncPeriod time.Duration
+	// Namespaces are the namespaces the resync lists; empty: all.
+	Namespaces []string
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
 
@@ -57,54 +64,38 @@ type SharePartitionStateReconciler struct {
 	leaderEpoch sync.Map // types.NamespacedName → int32: the leader epoch last seen, to report changes
 }
 
-// SetupWithManager registers the reconciler, its index and its watches with the manager.
-func (r *SharePartitionStateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+// SetupWithManager registers the reconciler, its watch of pods and its resync with the manager.
+func (r *SharePartitionStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &sharestatev1.SharePartitionState{}, leaderPodIndex, indexLeaderPod); err != nil {
-		return fmt.Errorf("indexing SharePartitionStates by leader pod: %w", err)
+	if r.MaxConcurrentReconciles <= 0 {
+		r.MaxConcurrentReconciles = 1
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	if r.ResyncPeriod <= 0 {
+		r.ResyncPeriod = DefaultResyncPeriod
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
 		Named("sharepartitionstate").
-		// The persister rewrites status on every write; only a change of leader, of the epochs or of
-		// initialization can change what this reconciler decides.
-		For(&sharestatev1.SharePartitionState{}, builder.WithPredicates(partitionLeadershipChanged())).
-		// A leader's pod going away is what fences it; the index maps the pod to the partitions it leads.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.partitionsLedBy),
-			builder.WithPredicates(podLivenessChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		// A leader's pod going away is what fences it: the pod's request lists the partitions it leads.
+		For(&corev1.Pod{}, builder.WithPredicates(podMayHaveGone(r.NotReadyGrace))).
+		// A pod's partitions are fenced MaxConcurrentReconciles at a time within its request; two
+		// workers let a second pod's fences start while the first's run.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
-}
-
-func indexLeaderPod(o client.Object) []string {
-	sps, ok := o.(*sharestatev1.SharePartitionState)
-	if !ok || sps.Status.Leader == nil || sps.Status.Leader.PodName == "" {
-		return nil
+	if err != nil {
+		return err
 	}
-	return []string{sps.Status.Leader.PodName}
+	return mgr.Add(&partitionResync{r: r})
 }
 
-// partitionsLedBy maps a pod to the partitions whose recorded leader it is (same namespace), in the
-// order of their group, topic and partition (partitionsInGroupOrder).
-func (r *SharePartitionStateReconciler) partitionsLedBy(ctx context.Context, pod client.Object) []ctrl.Request {
-	var list sharestatev1.SharePartitionStateList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{leaderPodIndex: pod.GetName()},
-		client.UnsafeDisableDeepCopy); err != nil { // only their keys and names are read
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the partitions a pod leads", "pod", klog.KObj(pod))
-		return nil
-	}
-	return partitionsInGroupOrder(list.Items)
-}
-
-// partitionsInGroupOrder returns the requests of the partitions sorted by group id, topic id and
-// partition. The queue hands requests to the workers in the order they were added, and the cache's
-// index returns its objects in no order: a broker's death would fence its partitions scattered over
-// all its groups, and every one of those groups would change, and write its status, every
+// sortInGroupOrder returns the partitions sorted by group id, topic id and partition. The API server
+// returns them in the order of their names, which scatters a broker's partitions over all its groups:
+// fenced in that order every one of those groups would change, and write its status, every
 // partitionChangeDelay until the last fence (at 1,000 partitions in 20 groups, about 20 writes a
 // second beside the fences). In group order the groups are fenced one after another, and each writes
 // its status once or twice.
-func partitionsInGroupOrder(items []sharestatev1.SharePartitionState) []ctrl.Request {
+func sortInGroupOrder(items []sharestatev1.SharePartitionState) []*sharestatev1.SharePartitionState {
 	sorted := make([]*sharestatev1.SharePartitionState, len(items))
 	for i := range items {
 		sorted[i] = &items[i]
@@ -113,46 +104,145 @@ func partitionsInGroupOrder(items []sharestatev1.SharePartitionState) []ctrl.Req
 		return cmp.Or(cmp.Compare(a.Spec.GroupID, b.Spec.GroupID), cmp.Compare(a.Spec.TopicID, b.Spec.TopicID),
 			cmp.Compare(a.Spec.Partition, b.Spec.Partition), cmp.Compare(a.Name, b.Name))
 	})
-	requests := make([]ctrl.Request, len(sorted))
-	for i, sps := range sorted {
-		requests[i] = ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sps)}
-	}
-	return requests
+	return sorted
 }
 
-// +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;patch
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile fences the partition if its recorded leader is stale, and keeps its conditions current.
+// Reconcile fences the partitions the pod leads, if it is gone, and keeps their conditions current.
 func (r *SharePartitionStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &sharestatev1.SharePartitionState{}
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.leaderEpoch.Delete(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pod", req.NamespacedName))
+	pod, err := r.getPod(ctx, r.Client, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("group", obj.Spec.GroupID, "partition", obj.Spec.Partition)
-	ctx = ctrl.LoggerInto(ctx, log)
-	r.reportLeaderChange(req.NamespacedName, obj)
+	partitions, err := r.partitionsLabelled(ctx, req.Namespace, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	recheck, err := r.reconcilePartitions(ctx, partitions)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// A pod not Ready within its grace is looked at again when the grace ends, whether or not it led
+	// anything when this pass listed: a Read may record it as a leader meanwhile.
+	if rest := r.graceLeft(pod); rest > 0 && (recheck == 0 || rest < recheck) {
+		recheck = rest
+	}
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
 
+// graceLeft is how long the pod, not Ready, has until its grace period ends; 0 when it is Ready,
+// gone, past its grace, or not-Ready leaders are not fenced.
+func (r *SharePartitionStateReconciler) graceLeft(pod *corev1.Pod) time.Duration {
+	if pod == nil || r.NotReadyGrace <= 0 {
+		return 0
+	}
+	since, ready := notReadySince(pod)
+	if ready {
+		return 0
+	}
+	return max(0, r.NotReadyGrace-r.Now().Sub(since))
+}
+
+// listPageSize bounds the partitions one List returns: a broker may lead thousands, each with up to
+// 10,000 batches.
+const listPageSize = 500
+
+// partitionsLabelled lists, from the API server, the partitions labelled as led by the pod.
+func (r *SharePartitionStateReconciler) partitionsLabelled(ctx context.Context, namespace, podName string) ([]sharestatev1.SharePartitionState, error) {
+	var all []sharestatev1.SharePartitionState
+	err := listPages(ctx, r.APIReader, namespace, func(page []sharestatev1.SharePartitionState) error {
+		all = append(all, page...)
+		return nil
+	}, client.MatchingLabels{sharestatev1.LabelLeaderPod: sharestatev1.LeaderPodLabelValue(podName)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the partitions pod %s/%s leads: %w", namespace, podName, err)
+	}
+	return all, nil
+}
+
+// listPages lists the partitions of namespace ("" for all) from reader a page at a time, and hands
+// each page to visit.
+func listPages(ctx context.Context, reader client.Reader, namespace string, visit func([]sharestatev1.SharePartitionState) error, opts ...client.ListOption) error {
+	opts = append(opts, client.InNamespace(namespace), client.Limit(listPageSize))
+	for token := ""; ; {
+		var page sharestatev1.SharePartitionStateList
+		if err := reader.List(ctx, &page, append(opts, client.Continue(token))...); err != nil {
+			return err
+		}
+		if err := visit(page.Items); err != nil {
+			return err
+		}
+		if token = page.Continue; token == "" {
+			return nil
+		}
+	}
+}
+
+// reconcilePartitions reconciles the partitions, MaxConcurrentReconciles at a time, in group order.
+// It returns the earliest recheck any of them asked for, and their errors.
+func (r *SharePartitionStateReconciler) reconcilePartitions(ctx context.Context, items []sharestatev1.SharePartitionState) (time.Duration, error) {
+	sorted := sortInGroupOrder(items)
+	var (
+		mu      sync.Mutex
+		recheck time.Duration
+		errs    []error
+		next    = make(chan *sharestatev1.SharePartitionState)
+		wg      sync.WaitGroup
+	)
+	for range min(r.MaxConcurrentReconciles, len(sorted)) {
+		wg.Go(func() {
+			for obj := range next {
+				after, err := r.reconcilePartition(ctx, obj)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if after > 0 && (recheck == 0 || after < recheck) {
+					recheck = after
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, obj := range sorted {
+		next <- obj
+	}
+	close(next)
+	wg.Wait()
+	return recheck, errors.Join(errs...)
+}
+
+// reconcilePartition fences the partition if its recorded leader is stale, keeps its conditions
+// current and its leader-pod label in line with its status. obj is the partition as just read from
+// the API server; it is changed to what was written. It returns when to look again (a not-Ready
+// leader's grace end), if ever.
+func (r *SharePartitionStateReconciler) reconcilePartition(ctx context.Context, obj *sharestatev1.SharePartitionState) (time.Duration, error) {
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("sharePartitionState", klog.KObj(obj), "group", obj.Spec.GroupID, "partition", obj.Spec.Partition))
+	key := client.ObjectKeyFromObject(obj)
+	r.reportLeaderChange(key, obj)
 	for attempt := 1; ; attempt++ {
 		verdict, err := r.judge(ctx, obj)
 		if err != nil {
-			return ctrl.Result{}, err
+			return 0, err
 		}
 		err = r.writeStatus(ctx, obj, verdict)
 		if err == nil {
-			return ctrl.Result{RequeueAfter: verdict.recheckAfter}, nil
+			return verdict.recheckAfter, r.repairLabel(ctx, obj)
 		}
 		if !apierrors.IsConflict(err) || attempt == maxFenceAttempts {
-			return ctrl.Result{}, err
+			return 0, err
 		}
 		// The object moved (a write, a Read by a new leader): decide again on the object as it is now.
-		if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+		if err := r.APIReader.Get(ctx, key, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				r.leaderEpoch.Delete(key)
+			}
+			return 0, client.IgnoreNotFound(err)
 		}
 	}
 }
@@ -191,6 +281,47 @@ func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *sh
 	}
 	*obj = *updated
 	return nil
+}
+
+// repairLabel sets the partition's leader-pod label to what its status says, when the persister did
+// not (an older persister, a label patch that failed or never came) or someone changed it: status
+// decides, and the label only lets a pod's request find the partition. A partition without a leader
+// keeps the label it has, or gets an empty one. The patch is conditional on obj's resourceVersion: a
+// conflict means a persister wrote since, and the next resync looks again.
+func (r *SharePartitionStateReconciler) repairLabel(ctx context.Context, obj *sharestatev1.SharePartitionState) error {
+	want, ok := wantedLeaderLabel(obj)
+	if ok {
+		return nil
+	}
+	labelled := obj.DeepCopy()
+	if labelled.Labels == nil {
+		labelled.Labels = map[string]string{}
+	}
+	labelled.Labels[sharestatev1.LabelLeaderPod] = want
+	err := r.Client.Patch(ctx, labelled, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil:
+		labelsRepairedTotal.Inc()
+		ctrl.LoggerFrom(ctx).V(1).Info("Repaired leader-pod label", "label", want)
+		*obj = *labelled
+		return nil
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return nil
+	default:
+		return fmt.Errorf("labelling %s with its leader's pod: %w", klog.KObj(obj), err)
+	}
+}
+
+// wantedLeaderLabel returns the leader-pod label the partition's status calls for, and whether the
+// partition already has it: its leader's pod when it has a leader, else any value, empty when it has
+// none at all.
+func wantedLeaderLabel(obj *sharestatev1.SharePartitionState) (string, bool) {
+	got, labelled := obj.Labels[sharestatev1.LabelLeaderPod]
+	if l := obj.Status.Leader; l != nil && l.PodName != "" {
+		want := sharestatev1.LeaderPodLabelValue(l.PodName)
+		return want, labelled && got == want
+	}
+	return "", labelled
 }
 
 // reportFenceRefused reports, once per change of the condition, a stale leader that cannot be fenced
@@ -273,15 +404,22 @@ func leaderKey(l *sharestatev1.LeaderRef) string {
 	return l.PodName
 }
 
-// reportLeaderChange emits an Event when a new leader took the partition with a higher leader epoch.
+// reportLeaderChange emits an Event when a new leader took the partition with a higher leader epoch
+// than the one last seen. A partition seen for the first time is reported only when it has a leader
+// and is still marked Fenced: a leader took it since a fence this operator did not see undone.
 func (r *SharePartitionStateReconciler) reportLeaderChange(key types.NamespacedName, obj *sharestatev1.SharePartitionState) {
 	previous, seen := r.leaderEpoch.Swap(key, obj.Status.LeaderEpoch)
-	if !seen || obj.Status.Leader == nil || obj.Status.LeaderEpoch <= previous.(int32) {
-		return
-	}
 	l := obj.Status.Leader
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, sharestatev1.EventReasonLeaderChanged, "Read",
-		"broker %d (pod %s) leads at leader epoch %d, fencing leader epoch %d", l.BrokerID, l.PodName, obj.Status.LeaderEpoch, previous)
+	switch {
+	case l == nil:
+		return
+	case seen && obj.Status.LeaderEpoch > previous.(int32):
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, sharestatev1.EventReasonLeaderChanged, "Read",
+			"broker %d (pod %s) leads at leader epoch %d, fencing leader epoch %d", l.BrokerID, l.PodName, obj.Status.LeaderEpoch, previous)
+	case !seen && meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionFenced):
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, sharestatev1.EventReasonLeaderChanged, "Read",
+			"broker %d (pod %s) leads at leader epoch %d, after the partition was fenced", l.BrokerID, l.PodName, obj.Status.LeaderEpoch)
+	}
 }
 
 // goneUIDs remembers, up to a bound, the pods (by UID) the API server confirmed gone, with the verdict.

@@ -95,9 +95,9 @@ func TestFenceAndConditions(t *testing.T) {
 	}
 }
 
-// TestPartitionsLedByAPodAreFencedGroupByGroup: the requests a pod's death enqueues are in the order
-// of group, topic and partition, whatever order the cache returned the partitions in, so the
-// workers finish one group's fences before they start the next group's.
+// TestPartitionsLedByAPodAreFencedGroupByGroup: the partitions a pod's death fences are taken in the
+// order of group, topic and partition, whatever order the API server listed them in, so the workers
+// finish one group's fences before they start the next group's.
 func TestPartitionsLedByAPodAreFencedGroupByGroup(t *testing.T) {
 	partition := func(group, topic string, p int32) sharestatev1.SharePartitionState {
 		return sharestatev1.SharePartitionState{
@@ -116,13 +116,13 @@ func TestPartitionsLedByAPodAreFencedGroupByGroup(t *testing.T) {
 	shuffled := slices.Clone(want)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 
-	got := partitionsInGroupOrder(shuffled)
+	got := sortInGroupOrder(shuffled)
 	if len(got) != len(want) {
-		t.Fatalf("%d requests for %d partitions", len(got), len(want))
+		t.Fatalf("%d partitions sorted from %d", len(got), len(want))
 	}
 	for i := range want {
 		if got[i].Name != want[i].Name || got[i].Namespace != "ns" {
-			t.Fatalf("request %d is %s, want %s/%s (%s, topic %s, partition %d)", i, got[i], "ns", want[i].Name,
+			t.Fatalf("partition %d is %s/%s, want %s/%s (%s, topic %s, partition %d)", i, got[i].Namespace, got[i].Name, "ns", want[i].Name,
 				want[i].Spec.GroupID, want[i].Spec.TopicID, want[i].Spec.Partition)
 		}
 	}

@@ -32,6 +32,10 @@ var env *testenv.Env
 // notReadyGrace is the manager's --fence-not-ready-after in these tests.
 const notReadyGrace = 3 * time.Second
 
+// resyncPeriod is the manager's --partition-resync-period in these tests: short, so that what only
+// the resync finds (and the conditions and events it refreshes) shows within the tests' waits.
+const resyncPeriod = time.Second
+
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, func(e *testenv.Env) func() {
 		env = e
@@ -48,7 +52,7 @@ func startOperator(cfg *rest.Config) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := operator.NewManager(ctx, cfg, operator.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		NotReadyGrace: notReadyGrace, TotalsRefresh: time.Second,
+		NotReadyGrace: notReadyGrace, TotalsRefresh: time.Second, PartitionResync: resyncPeriod,
 	})
 	if err != nil {
 		panic(err)

@@ -66,8 +66,10 @@ func main() {
 	flag.Var(&watch, "watch-namespace", "namespace to watch (repeatable, or comma-separated); all namespaces when unset")
 	flag.DurationVar(&opts.NotReadyGrace, "fence-not-ready-after", 0,
 		"also fence a leader whose pod has not been Ready for this long (0: only gone, terminating, finished or replaced pods)")
-	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "fencing workers")
+	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "fencing workers: partitions fenced at once")
 	flag.DurationVar(&opts.TotalsRefresh, "group-totals-refresh", operator.DefaultTotalsRefresh, "how often group totals are recomputed")
+	flag.DurationVar(&opts.PartitionResync, "partition-resync-period", operator.DefaultPartitionResync,
+		"how often every SharePartitionState is listed to fence leaders whose pods went unseen, set missing leader-pod labels and refresh conditions")
 	var qps float64
 	flag.Float64Var(&qps, "kube-api-qps", operator.DefaultKubeAPIQPS, "client-side bound on requests per second to the API server")
 	flag.IntVar(&opts.KubeAPIBurst, "kube-api-burst", operator.DefaultKubeAPIBurst, "client-side burst of requests to the API server")

@@ -51,6 +51,10 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// TotalsRefresh is how often groups' totals are refreshed.
 	TotalsRefresh time.Duration
+	// PartitionResync is how often every partition is looked at: leaders whose pods went unseen,
+	// leader-pod labels to set or repair, conditions and leader changes (default
+	// controllers.DefaultResyncPeriod).
+	PartitionResync time.Duration
 	// KubeAPIQPS and KubeAPIBurst bound the operator's requests to the API server (client-side).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
@@ -68,8 +72,9 @@ const (
 	DefaultKubeAPIBurst = 1000
 )
 
-// DefaultMaxConcurrentReconciles is the fencing workers' default: enough to fence a broker's
-// thousand partitions within a second or two without flooding the API server.
+// DefaultMaxConcurrentReconciles is the fencing workers' default: the partitions fenced at once,
+// enough to fence a broker's thousand partitions within a second or two without flooding the API
+// server.
 const DefaultMaxConcurrentReconciles = 16
 
 // Scheme returns the scheme of everything the operator reads and writes.
@@ -141,7 +146,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	if err := (&controllers.SharePartitionStateReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("sharestate-operator"),
 		NotReadyGrace: opts.NotReadyGrace, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-	}).SetupWithManager(ctx, mgr); err != nil {
+		ResyncPeriod: opts.PartitionResync, Namespaces: opts.WatchNamespaces,
+	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the SharePartitionState controller: %w", err)
 	}
 	if err := (&controllers.ShareGroupReconciler{

@@ -14,6 +14,9 @@ import (
 // DefaultTotalsRefresh is --group-totals-refresh's default.
 const DefaultTotalsRefresh = controllers.DefaultTotalsRefresh
 
+// DefaultPartitionResync is --partition-resync-period's default.
+const DefaultPartitionResync = controllers.DefaultResyncPeriod
+
 // Validate checks the options as given, each against what it can be, and returns every problem at
 // once. Zero is not "the default" here: on the command line every flag carries its default, so a
 // zero there was typed, and --max-concurrent-reconciles=0 quietly becoming 16 would hide the typo.
@@ -41,6 +44,9 @@ func (o Options) Validate() error {
 	}
 	if o.TotalsRefresh <= 0 {
 		errs = append(errs, fmt.Errorf("--group-totals-refresh=%s: must be above zero", o.TotalsRefresh))
+	}
+	if o.PartitionResync <= 0 {
+		errs = append(errs, fmt.Errorf("--partition-resync-period=%s: must be above zero", o.PartitionResync))
 	}
 	if o.KubeAPIQPS <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps=%v: must be above zero", o.KubeAPIQPS))

@@ -11,7 +11,8 @@ func flagDefaults() Options {
 	return Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: ":8081", SecureMetrics: true,
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles, TotalsRefresh: DefaultTotalsRefresh,
-		KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
+		PartitionResync: DefaultPartitionResync,
+		KubeAPIQPS:      DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
 	}
 }
 
@@ -39,6 +40,8 @@ func TestValidate(t *testing.T) {
 			want: []string{"--fence-not-ready-after=-1s"}},
 		{name: "zero refresh", change: func(o *Options) { o.TotalsRefresh = 0 },
 			want: []string{"--group-totals-refresh=0s"}},
+		{name: "zero resync period", change: func(o *Options) { o.PartitionResync = 0 },
+			want: []string{"--partition-resync-period=0s: must be above zero"}},
 		{name: "client limits", change: func(o *Options) { o.KubeAPIQPS, o.KubeAPIBurst = -1, 0 },
 			want: []string{"--kube-api-qps=-1", "--kube-api-burst=0"}},
 		{name: "addresses", change: func(o *Options) {
