@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,24 +46,60 @@ func init() {
 	ctrlmetrics.Registry.MustRegister(fencesTotal, fencesRefusedTotal, labelsRepairedTotal, resyncDuration)
 }
 
-// partitionsDesc and groupsDesc are computed at scrape time from the manager's cache, so they cost
-// nothing between scrapes and never drift from the objects.
+// partitionsDesc is reported from the elected operator's last resync pass over every partition
+// (the operator watches no partition, and a List of them all at every scrape would cost the API
+// server more than the figures are worth); groupsDesc from the manager's cache of ShareGroups at
+// scrape time.
 var (
 	partitionsDesc = prometheus.NewDesc("sharestate_partitions",
-		"SharePartitionStates by condition: initialized, fenced, with_leader, and all of them (total).", []string{"state"}, nil)
+		"SharePartitionStates by condition: initialized, fenced, with_leader, and all of them (total), as of the last resync pass over every partition (--partition-resync-period).", []string{"state"}, nil)
 	groupsDesc = prometheus.NewDesc("sharestate_groups",
 		"ShareGroups by the status of their Ready condition.", []string{"ready"}, nil)
 )
 
+// partitionCounts counts partitions by condition.
+type partitionCounts struct {
+	total, initialized, fenced, withLeader int
+}
+
+func (c *partitionCounts) add(p *sharestatev1.SharePartitionState) {
+	c.total++
+	if p.Status.CreateTime != nil {
+		c.initialized++
+	}
+	if isFenced(p) {
+		c.fenced++
+	}
+	if p.Status.Leader != nil {
+		c.withLeader++
+	}
+}
+
+// countsOfLastPass holds the counts of the last complete resync pass; none before the first.
+type countsOfLastPass struct {
+	last atomic.Pointer[partitionCounts]
+}
+
+func (c *countsOfLastPass) set(counts partitionCounts) { c.last.Store(&counts) }
+
+func (c *countsOfLastPass) get() (partitionCounts, bool) {
+	if p := c.last.Load(); p != nil {
+		return *p, true
+	}
+	return partitionCounts{}, false
+}
+
 // PartitionsCollector reports partitions and groups by condition. It is a manager Runnable only so
 // that it is registered once the cache exists; it does nothing when run.
 type PartitionsCollector struct {
-	reader client.Reader
+	groups     client.Reader
+	partitions *SharePartitionStateReconciler
 }
 
-// NewPartitionsCollector returns a collector that lists from reader (the manager's cache).
-func NewPartitionsCollector(reader client.Reader) *PartitionsCollector {
-	c := &PartitionsCollector{reader: reader}
+// NewPartitionsCollector returns a collector that lists groups from groups (the manager's cache) and
+// reports the partitions counted by the fencing reconciler's last resync pass.
+func NewPartitionsCollector(groups client.Reader, partitions *SharePartitionStateReconciler) *PartitionsCollector {
+	c := &PartitionsCollector{groups: groups, partitions: partitions}
 	ctrlmetrics.Registry.Unregister(c)
 	_ = ctrlmetrics.Registry.Register(c)
 	return c
@@ -82,31 +119,16 @@ func (c *PartitionsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *PartitionsCollector) Collect(ch chan<- prometheus.Metric) {
+	if counts, ok := c.partitions.counts.get(); ok {
+		for state, n := range map[string]int{"total": counts.total, "initialized": counts.initialized,
+			"fenced": counts.fenced, "with_leader": counts.withLeader} {
+			ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, float64(n), state)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// Read-only: the cache's own objects, not a deep copy of every partition at every scrape.
-	var partitions sharestatev1.SharePartitionStateList
-	if err := c.reader.List(ctx, &partitions, client.UnsafeDisableDeepCopy); err == nil {
-		var initialized, fenced, withLeader float64
-		for i := range partitions.Items {
-			p := &partitions.Items[i]
-			if p.Status.CreateTime != nil {
-				initialized++
-			}
-			if isFenced(p) {
-				fenced++
-			}
-			if p.Status.Leader != nil {
-				withLeader++
-			}
-		}
-		ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, float64(len(partitions.Items)), "total")
-		ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, initialized, "initialized")
-		ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, fenced, "fenced")
-		ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, withLeader, "with_leader")
-	}
 	var groups sharestatev1.ShareGroupList
-	if err := c.reader.List(ctx, &groups, client.UnsafeDisableDeepCopy); err == nil {
+	if err := c.groups.List(ctx, &groups, client.UnsafeDisableDeepCopy); err == nil {
 		counts := map[metav1.ConditionStatus]float64{metav1.ConditionTrue: 0, metav1.ConditionFalse: 0, metav1.ConditionUnknown: 0}
 		for i := range groups.Items {
 			status := metav1.ConditionUnknown

@@ -65,6 +65,7 @@ func (s *partitionResync) pass(ctx context.Context) (int, error) {
 		namespaces = []string{""}
 	}
 	seen := map[types.NamespacedName]bool{}
+	var counts partitionCounts
 	for _, ns := range namespaces {
 		err := listPages(ctx, s.r.APIReader, ns, func(page []sharestatev1.SharePartitionState) error {
 			for i := range page {
@@ -75,12 +76,16 @@ func (s *partitionResync) pass(ctx context.Context) (int, error) {
 			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Could not reconcile some partitions")
 			}
+			for i := range page { // as reconciled: a fence or condition written shows at once
+				counts.add(&page[i])
+			}
 			return nil
 		})
 		if err != nil {
 			return len(seen), fmt.Errorf("listing the partitions: %w", err)
 		}
 	}
+	s.r.counts.set(counts)
 	// Forget the leader epochs of partitions that are gone (a pass that failed to list returned above).
 	s.r.leaderEpoch.Range(func(key, _ any) bool {
 		if k := key.(types.NamespacedName); !seen[k] {

@@ -25,16 +25,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
 
-// groupIDIndex indexes ShareGroups and SharePartitionStates by their Kafka group id.
+// groupIDIndex indexes the cached ShareGroups by their Kafka group id.
 const groupIDIndex = "spec.groupId"
 
-// DefaultTotalsRefresh is how often a group's in-flight and delivery-complete totals are recomputed
-// when nothing else changes: the persister's writes change them constantly, and reconciling on every
-// write would cost more than the totals are worth.
+// partitionGroupIDField is the SharePartitionStates' selectable field (the CRD's selectableFields)
+// that a group's partitions are listed by, from the API server.
+const partitionGroupIDField = "spec.groupId"
+
+// DefaultTotalsRefresh is how often a group's status is recomputed from a list of its partitions
+// when nothing else changes: the persister's writes change the totals constantly, and the operator
+// watches no partition (docs/architecture.md, "What the operator watches").
 const DefaultTotalsRefresh = 30 * time.Second
 
 // ShareGroupReconciler adopts a group's SharePartitionStates, aggregates their state into the group's
@@ -54,7 +59,13 @@ type ShareGroupReconciler struct {
 	Now func() time.Time
 
 	persisters persisterSet
+	// changed carries the partitions whose status the fencing reconciler wrote, to pass their groups.
+	changed chan event.GenericEvent
 }
+
+// changedBacklog bounds the partition changes waiting to be passed to their groups; beyond it a
+// change is dropped, and its group's status waits for its next refresh.
+const changedBacklog = 4096
 
 // SetupWithManager registers the reconciler, its indexes and its watches with the manager.
 func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -65,13 +76,8 @@ func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 		r.TotalsRefresh = DefaultTotalsRefresh
 	}
 	r.persisters.client = r.LiveClient
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &sharestatev1.SharePartitionState{}, groupIDIndex, func(o client.Object) []string {
-		return []string{string(o.(*sharestatev1.SharePartitionState).Spec.GroupID)}
-	}); err != nil {
-		return fmt.Errorf("indexing SharePartitionStates by group id: %w", err)
-	}
-	if err := indexer.IndexField(ctx, &sharestatev1.ShareGroup{}, groupIDIndex, func(o client.Object) []string {
+	r.changed = make(chan event.GenericEvent, changedBacklog)
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sharestatev1.ShareGroup{}, groupIDIndex, func(o client.Object) []string {
 		return []string{string(o.(*sharestatev1.ShareGroup).Spec.GroupID)}
 	}); err != nil {
 		return fmt.Errorf("indexing ShareGroups by group id: %w", err)
@@ -80,12 +86,26 @@ func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 		Named("sharegroup").
 		// The group's own status writes must not reconcile it again: only spec changes and deletion.
 		For(&sharestatev1.ShareGroup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted()))).
-		// Partitions map to their group by group id (an index), which also finds the ones to adopt;
-		// the persister's ordinary writes are filtered out (see partitionLeadershipChanged), and the
-		// changes that pass are gathered for partitionChangeDelay (partitionEvents).
-		Watches(&sharestatev1.SharePartitionState{}, r.partitionEvents(),
-			builder.WithPredicates(partitionLeadershipChanged())).
+		// No watch of partitions: each pass lists the group's from the API server, and passes come on
+		// the group's period, on its own changes, and when the fencing reconciler wrote a partition's
+		// status (PartitionChanged), gathered for partitionChangeDelay.
+		WatchesRawSource(source.Channel(r.changed, r.partitionEvents())).
 		Complete(r)
+}
+
+// PartitionChanged passes the group of a partition whose status the fencing reconciler wrote (a
+// fence, a condition), after partitionChangeDelay, so that the group's status shows it before its
+// next refresh. It never blocks: a change beyond changedBacklog waits for that refresh.
+func (r *ShareGroupReconciler) PartitionChanged(namespace string, group sharestatev1.GroupID) {
+	if r.changed == nil {
+		return
+	}
+	changed := &sharestatev1.SharePartitionState{}
+	changed.Namespace, changed.Spec.GroupID = namespace, group
+	select {
+	case r.changed <- event.GenericEvent{Object: changed}:
+	default:
+	}
 }
 
 // deletionStarted passes the update that marks a group for deletion.
@@ -95,34 +115,23 @@ func deletionStarted() predicate.Funcs {
 	}}
 }
 
-// partitionChangeDelay is how long a group's pass waits after one of its partitions changed leader or
-// epochs: the changes of that second share one pass and one status write. A broker's death fences
-// its partitions one by one, and each fence changes its group's fenced count; passed at once, a group
-// of 50 would write its status up to 50 times during the fence, each write competing for the API
-// server with the fences themselves. A new or deleted partition is passed at once: it is adopted, or
-// its group's deletion goes on.
+// partitionChangeDelay is how long a group's pass waits after the fencing reconciler wrote the status
+// of one of its partitions: the changes of that second share one pass and one status write. A
+// broker's death fences its partitions one by one, and each fence changes its group's fenced count;
+// passed at once, a group of 50 would write its status up to 50 times during the fence, each write
+// competing for the API server with the fences themselves.
 const partitionChangeDelay = time.Second
 
-// partitionEvents enqueues the groups of partitions that changed: at once for a partition created or
-// deleted, after partitionChangeDelay for one updated (a request waiting already keeps its time).
+// partitionEvents enqueues, after partitionChangeDelay, the groups of the partitions passed to
+// PartitionChanged (a request waiting already keeps its time).
 func (r *ShareGroupReconciler) partitionEvents() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	enqueue := func(ctx context.Context, o client.Object, q queue, delay time.Duration) {
-		for _, req := range r.groupsOf(ctx, o) {
-			if delay > 0 {
-				q.AddAfter(req, delay)
-			} else {
-				q.Add(req)
-			}
-		}
-	}
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, e.Object, q, 0) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			enqueue(ctx, e.ObjectNew, q, partitionChangeDelay)
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
+			for _, req := range r.groupsOf(ctx, e.Object) {
+				q.AddAfter(req, partitionChangeDelay)
+			}
 		},
-		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, e.Object, q, 0) },
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue(ctx, e.Object, q, 0) },
 	}
 }
 
@@ -156,8 +165,10 @@ type groupScope struct {
 	// stored is the group as last written: the reset phase writes its start itself, conditionally,
 	// and the status written at the end is a patch against it.
 	stored *sharestatev1.ShareGroup
-	// partitions are the group's own partitions, adopted if need be.
+	// partitions are the group's own partitions, adopted if need be; listed says they were listed
+	// (a pass whose phases stopped before keeps the aggregate it had).
 	partitions []sharestatev1.SharePartitionState
+	listed     bool
 }
 
 // conflictRetryAfter is how soon a pass whose conditional patch conflicted runs again: about the time
@@ -256,7 +267,7 @@ func (r *ShareGroupReconciler) ensureFinalizer(ctx context.Context, s *groupScop
 // conditional on a resourceVersion the cache has not caught up with would only conflict and retry.
 // (The reset's start, which acts on an epoch decision, is a conditional update of its own.)
 func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) error {
-	if s.partitions != nil {
+	if s.listed {
 		s.group.Status = aggregate(s.group, s.partitions, s.group.Status)
 	}
 	if equality.Semantic.DeepEqual(s.stored.Status, s.group.Status) {
@@ -276,17 +287,14 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 // MisnamedPartitionStates condition names it, for an admin to delete.
 func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
 	sg := s.group
-	// The cache's own objects, not copies: a group's partitions are listed at every pass (every
-	// refresh period at least), and nothing here changes them; adopt patches a copy.
-	var list sharestatev1.SharePartitionStateList
-	if err := r.Client.List(ctx, &list, client.InNamespace(sg.Namespace), client.MatchingFields{groupIDIndex: string(sg.Spec.GroupID)},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing the partitions: %w", err)
+	list, err := r.listPartitions(ctx, sg)
+	if err != nil {
+		return err
 	}
-	owned := list.Items[:0]
+	owned := list[:0]
 	var misnamed []string
-	for i := range list.Items {
-		sps := &list.Items[i]
+	for i := range list {
+		sps := &list[i]
 		if owner := metav1.GetControllerOf(sps); owner != nil && owner.UID != sg.UID {
 			continue // another ShareGroup with the same group id holds it
 		}
@@ -300,14 +308,33 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 		}
 		owned = append(owned, *adopted)
 	}
-	s.partitions = owned
+	s.partitions, s.listed = owned, true
 	r.reportMisnamed(sg, misnamed)
 	return nil
 }
 
+// listPartitions lists the partitions of the group's id from the API server, a page at a time, by
+// the CRD's selectable field (so that an object without the group's label or owner, made by hand or by
+// an older persister, is found and adopted), and keeps of each what the group's status reads: not the
+// state batches, whose one figure it needs is the in-flight count (inFlightRecords, or counted here).
+func (r *ShareGroupReconciler) listPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]sharestatev1.SharePartitionState, error) {
+	var all []sharestatev1.SharePartitionState
+	err := listPages(ctx, r.APIReader, sg.Namespace, func(page []sharestatev1.SharePartitionState) error {
+		for i := range page {
+			withoutStateBatches(&page[i])
+		}
+		all = append(all, page...)
+		return nil
+	}, client.MatchingFields{partitionGroupIDField: string(sg.Spec.GroupID)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the partitions: %w", err)
+	}
+	return all, nil
+}
+
 // adopt makes the group the partition's controller, labels it with the group's name and names its
 // topic, in one patch, where any of that is missing. It returns the partition as it now is: sps itself
-// when nothing was missing, else the patched copy (sps is the cache's, and is never changed).
+// when nothing was missing, else the patched copy.
 func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 	topicName := sg.DeclaredTopicName(sps.Spec.TopicID)
 	nameTopic := sps.Spec.TopicName == "" && topicName != ""
@@ -315,7 +342,7 @@ func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.Share
 		return sps, nil
 	}
 	// A merge patch replaces the whole owner reference list: the optimistic lock keeps it from
-	// dropping a reference added since the cache's copy (a conflict requeues the group).
+	// dropping a reference added since the list (a conflict requeues the group).
 	patch := client.MergeFromWithOptions(sps, client.MergeFromWithOptimisticLock{})
 	adopted := sps.DeepCopy()
 	if err := controllerutil.SetControllerReference(sg, adopted, r.Client.Scheme()); err != nil {

@@ -58,8 +58,12 @@ type SharePartitionStateReconciler struct {
 	Namespaces []string
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
+	// PartitionChanged, if set, is told of every status this reconciler wrote (a fence, a condition):
+	// the ShareGroup reconciler, which watches no partition, then refreshes the group's status.
+	PartitionChanged func(namespace string, group sharestatev1.GroupID)
 
 	gone        goneUIDs
+	counts      countsOfLastPass
 	fenceEvents eventCounter
 	leaderEpoch sync.Map // types.NamespacedName → int32: the leader epoch last seen, to report changes
 }
@@ -278,6 +282,9 @@ func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *sh
 		fencesTotal.WithLabelValues(verdict.reason).Inc()
 		ctrl.LoggerFrom(ctx).Info("Fenced stale leader", "reason", verdict.reason, "stateEpoch", updated.Status.StateEpoch, "detail", verdict.message)
 		r.reportFence(obj.Status.Leader, updated, verdict)
+	}
+	if r.PartitionChanged != nil {
+		r.PartitionChanged(obj.Namespace, obj.Spec.GroupID)
 	}
 	*obj = *updated
 	return nil

@@ -4,36 +4,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-
-	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
-
-// partitionLeadershipChanged passes a SharePartitionState update only when the leader, the epochs,
-// the initialization or the spec changed: the persister's ordinary writes (batches, start offset,
-// delivery-complete count, write time and count) do not change whether the partition must be fenced,
-// and would otherwise reconcile it on every acknowledgement. The leader epoch stays in: the leader
-// change event reports it, and the persister raises it only with a new leader recorded. The operator's
-// own writes (conditions, observedGeneration) pass only when they fence. The group's totals, which do
-// follow every write, are refreshed on a timer (ShareGroupReconciler.TotalsRefresh) instead.
-func partitionLeadershipChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldObj, okOld := e.ObjectOld.(*sharestatev1.SharePartitionState)
-			newObj, okNew := e.ObjectNew.(*sharestatev1.SharePartitionState)
-			if !okOld || !okNew {
-				return true
-			}
-			o, n := oldObj.Status, newObj.Status
-			return oldObj.Generation != newObj.Generation ||
-				o.StateEpoch != n.StateEpoch || o.LeaderEpoch != n.LeaderEpoch ||
-				!equality.Semantic.DeepEqual(o.Leader, n.Leader) ||
-				(o.CreateTime == nil) != (n.CreateTime == nil) || !o.CreateTime.Equal(n.CreateTime)
-		},
-	}
-}
 
 // podMayHaveGone passes the pod events after which the pod may no longer lead what it led, and
 // only those: each one costs a List of the partitions labelled with the pod at the API server, and

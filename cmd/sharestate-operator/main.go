@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -34,22 +33,7 @@ func (n *namespaces) Set(v string) error {
 	return nil
 }
 
-// defaultGCPercent is the operator's GOGC unless the environment sets one: its heap is mostly the
-// cached partitions, which live as long as the process, and Go's default (100) lets the heap grow to
-// twice them before a collection. Half that growth keeps its memory near what it holds; the extra
-// collections cost little, since the operator's watch no longer decodes the batches it used to
-// allocate for every partition write (internal/operator/watchtrim.go).
-const defaultGCPercent = 50
-
-// applyDefaultGCPercent sets defaultGCPercent unless the environment chose a GOGC.
-func applyDefaultGCPercent() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-}
-
 func main() {
-	applyDefaultGCPercent()
 	var opts operator.Options
 	var watch namespaces
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0",

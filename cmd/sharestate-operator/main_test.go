@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -102,19 +101,4 @@ func TestUnreachableClusterIsOneLine(t *testing.T) {
 		t.Errorf("exit code %d, want 1", code)
 	}
 	wantLines(t, stderr, 1, "cannot reach the Kubernetes API server at "+server, "connection refused")
-}
-
-// The operator collects at half its heap's growth unless GOGC says otherwise.
-func TestDefaultGCPercentYieldsToGOGC(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	t.Setenv("GOGC", "")
-	applyDefaultGCPercent()
-	if got := debug.SetGCPercent(100); got != defaultGCPercent {
-		t.Fatalf("GC percent %d without GOGC, want %d", got, defaultGCPercent)
-	}
-	t.Setenv("GOGC", "200")
-	applyDefaultGCPercent()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Fatalf("GC percent %d with GOGC=200 set, want it left as it was (100)", got)
-	}
 }

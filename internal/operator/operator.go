@@ -110,18 +110,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	}
 	// From Kubernetes 1.37 the API server gzips a whole watch stream, event by event, for a client
 	// that accepts gzip and watches with a streaming list, as informers do (WatchListCompression,
-	// beta and on; k8s.io/apiserver v0.37.2, pkg/endpoints/handlers/watch.go, BeginStream). The
-	// operator watches every partition write, so both sides would spend CPU on every write to save a
-	// few KB of in-cluster traffic: at 10,000 partitions decompression was a tenth of the operator's
-	// CPU. Asking for no compression turns it off for all the operator's requests.
+	// beta and on; k8s.io/apiserver v0.37.2, pkg/endpoints/handlers/watch.go, BeginStream), and it
+	// gzips large lists. The operator's periodic lists of partitions would then cost compression on
+	// the API server and decompression here, to save a little in-cluster traffic. Asking for no
+	// compression turns it off for all the operator's requests.
 	cfg.DisableCompression = !opts.KubeAPICompression
-	// What the cache drops of a partition is cut out of its watch events before they are decoded
-	// (watchtrim.go): decoding them whole was two thirds of the operator's CPU.
-	trimmer, err := newWatchTrimmer(ctrlmetrics.Registry)
+	// The operator watches no partition; this counts what its watches do receive, by resource.
+	watches, err := newWatchBytes(ctrlmetrics.Registry)
 	if err != nil {
-		return nil, fmt.Errorf("registering the watch trimmer's metrics: %w", err)
+		return nil, fmt.Errorf("registering the watch byte counter: %w", err)
 	}
-	cfg.Wrap(trimmer.wrap)
+	cfg.Wrap(watches.wrap)
 	// How long the API server takes to answer is the first thing to look at when fences are slow:
 	// client-go's request latency, by verb, is opt-in in controller-runtime (the counts are not).
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRequestLatency)
@@ -135,6 +134,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOptions(opts.WatchNamespaces),
+		// No reconciler reads a SharePartitionState from a cache: the client reads them from the
+		// API server, so that no read starts an informer, whose watch would bring every write.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&sharestatev1.SharePartitionState{}}}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -143,17 +145,20 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	if err != nil {
 		return nil, fmt.Errorf("creating the API client: %w", err)
 	}
-	if err := (&controllers.SharePartitionStateReconciler{
+	groups := &controllers.ShareGroupReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LiveClient: live, Recorder: mgr.GetEventRecorder("sharestate-operator"),
+		TotalsRefresh: opts.TotalsRefresh,
+	}
+	partitions := &controllers.SharePartitionStateReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("sharestate-operator"),
 		NotReadyGrace: opts.NotReadyGrace, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		ResyncPeriod: opts.PartitionResync, Namespaces: opts.WatchNamespaces,
-	}).SetupWithManager(mgr); err != nil {
+		PartitionChanged: groups.PartitionChanged,
+	}
+	if err := partitions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the SharePartitionState controller: %w", err)
 	}
-	if err := (&controllers.ShareGroupReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LiveClient: live, Recorder: mgr.GetEventRecorder("sharestate-operator"),
-		TotalsRefresh: opts.TotalsRefresh,
-	}).SetupWithManager(ctx, mgr); err != nil {
+	if err := groups.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ShareGroup controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -162,7 +167,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(controllers.NewPartitionsCollector(mgr.GetClient())); err != nil {
+	if err := mgr.Add(controllers.NewPartitionsCollector(mgr.GetClient(), partitions)); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -183,18 +188,12 @@ func metricsOptions(opts Options) metricsserver.Options {
 
 // cacheOptions scopes the cache to the watched namespaces and keeps only what the reconcilers read:
 // of a pod, what the fencing decision reads (identity, deletion, phase, readiness), since broker pods'
-// specs are large and unused; of a SharePartitionState, everything but its state batches, which are
-// most of the object and change on every write (controllers.SlimPartitionState). The operator's memory
-// then grows with the number of partitions, not with the size of their state. The informer of
-// partitions decodes its trimmed watch events itself (watchdecode.go).
+// specs are large and unused. The cache holds pods and ShareGroups, never SharePartitionStates (see
+// NewManager's client options).
 func cacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
-		NewInformer:      newInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                       {Transform: slimPod},
-			&sharestatev1.SharePartitionState{}: {Transform: controllers.SlimPartitionState},
-		},
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
