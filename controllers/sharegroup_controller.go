@@ -156,7 +156,7 @@ func (r *ShareGroupReconciler) groupsOf(ctx context.Context, o client.Object) []
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharegroups/finalizers,verbs=update
-// +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;create;update;patch;delete;deletecollection
 
 // groupScope is what one pass over a group works on, threaded through its phases.
 type groupScope struct {
