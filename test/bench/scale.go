@@ -94,6 +94,7 @@ type scaleResult struct {
 	fence, raw              time.Duration
 	sidecarCacheBoundMB     float64
 	operatorRSS, sidecarRSS float64  // the largest seen, MB
+	operatorIdleCores       float64  // the operator's CPU in a window without writes, in cores
 	apiserverEnv            []string // Config.ScaleAPIServerEnv: a diagnostic run
 }
 
@@ -104,7 +105,11 @@ type scaleLevel struct {
 	operatorMillisPerWrite, apiserverMillisPerWrite float64
 	operatorRSS, sidecarRSS                         float64 // MB at the window's end (the largest sidecar)
 	operatorHeap                                    float64 // MB of the operator's Go heap objects at the window's end
-	othersCores                                     float64
+	operatorCores                                   float64 // the operator's CPU in the window, in cores
+	// partitionWatchBytesPerWrite is what the operator's SharePartitionState watches received in the
+	// window, per write (its sharestate_operator_watch_bytes_total); NaN when it does not count them.
+	partitionWatchBytesPerWrite float64
+	othersCores                 float64
 }
 
 // runScaleSize sets up n partitions on a control plane of its own and measures them.
@@ -176,6 +181,9 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 		return nil, errors.Join(errors.New("lone writes: none succeeded in the window"), lone.firstErr)
 	}
 	res.lonePercentile50 = percentile(lone.latencies, 0.5)
+	if res.operatorIdleCores, err = s.idleOperatorCores(ctx); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(s.log, "bench: scale-%d: measuring the write capacity (%d writers, closed loop, %d windows)\n", s.n, scaleCapacityWriters, scaleCapacityWindows)
 	if res.capacityPerSecond, err = s.medianCapacity(ctx); err != nil {
 		return nil, err
@@ -198,6 +206,19 @@ func (s *scaleRun) run(ctx context.Context) (*scaleResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// idleOperatorCores measures the operator's CPU, in cores, in a window of -duration without writes:
+// what it spends on the partitions alone (its resync, the groups' refreshes), for the load levels'
+// to be set against.
+func (s *scaleRun) idleOperatorCores(ctx context.Context) (float64, error) {
+	fmt.Fprintf(s.log, "bench: scale-%d: the operator's CPU with no writes, for %s\n", s.n, s.cfg.Duration)
+	before, from := s.sampleCPU(), time.Now()
+	if !sleepUntil(ctx, from.Add(s.cfg.Duration)) {
+		return 0, ctx.Err()
+	}
+	used := s.sampleCPU().minus(before)
+	return used.operator / time.Since(from).Seconds(), nil
 }
 
 // scaleCapacityWindows is how many closed-loop windows the capacity is the median of. In run 45 a
@@ -424,12 +445,14 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	}
 	gcBefore, gcBeforeOK := sampleAPIServerGC(ctx, s.env.Config)
 	persistersBefore := s.samplePersisters(ctx)
+	watchBefore := s.partitionWatchBytes(ctx)
 	from, before := loop.now(), s.sampleCPU()
 	profiled := s.profileWindow(ctx, fmt.Sprintf("scale-%d-load-%.0f", s.n, 100*load))
 	if !sleepUntil(ctx, time.Now().Add(s.cfg.Duration)) {
 		return level, ctx.Err()
 	}
 	to, after := loop.now(), s.sampleCPU()
+	watchAfter := s.partitionWatchBytes(ctx)
 	gcAfter, gcAfterOK := sampleAPIServerGC(ctx, s.env.Config)
 	persistersAfter := s.samplePersisters(ctx)
 	if err := <-profiled; err != nil {
@@ -440,9 +463,9 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 	res.operatorRSS, res.sidecarRSS = max(res.operatorRSS, level.operatorRSS), max(res.sidecarRSS, level.sidecarRSS)
 	loop.stopAndWait() // the window's writes have their answers
 	level.run = loop.window(from, to)
-	slow := scaleLatencyTarget * res.lonePercentile50
+	slow := slowWriteThreshold * res.lonePercentile50
 	fmt.Fprintf(s.log, "bench: scale-%d: at %.0f%% (the window from %s), writes slower than %.0f ms (%d lone p50s): %s\n",
-		s.n, 100*load, loop.begin.Add(from).Format("15:04:05.000"), millis(slow), scaleLatencyTarget,
+		s.n, 100*load, loop.begin.Add(from).Format("15:04:05.000"), millis(slow), slowWriteThreshold,
 		describeSlowSpells(loop.slowSpells(from, to, slow)))
 	writes := level.run.achievedPerSecond * level.run.seconds
 	if writes == 0 {
@@ -460,6 +483,8 @@ func (s *scaleRun) openLoopLevel(ctx context.Context, res *scaleResult, load flo
 			s.n, 100*load, persistersAfter.minus(*persistersBefore).describe(), millis(meanLatency(level.run.latencies)))
 	}
 	level.operatorMillisPerWrite = used.operator * 1000 / writes
+	level.operatorCores = used.operator / level.run.seconds
+	level.partitionWatchBytesPerWrite = (watchAfter - watchBefore) / writes
 	level.apiserverMillisPerWrite = used.apiserver * 1000 / writes
 	level.othersCores = used.others / level.run.seconds
 	return level, nil
@@ -637,6 +662,28 @@ func (s *scaleRun) operatorHeapMB(ctx context.Context) float64 {
 	return samples.sum("go_memstats_heap_alloc_bytes", "") / (1 << 20)
 }
 
+// partitionWatchBytes reads the bytes the operator's SharePartitionState watches have received so far
+// (sharestate_operator_watch_bytes_total); NaN when its metrics cannot be read or do not count them.
+func (s *scaleRun) partitionWatchBytes(ctx context.Context) float64 {
+	samples, err := s.operatorSamples(ctx)
+	if err != nil {
+		return math.NaN()
+	}
+	return partitionWatchBytesFrom(samples)
+}
+
+func partitionWatchBytesFrom(samples metricSamples) float64 {
+	const series = `sharestate_operator_watch_bytes_total{resource="sharepartitionstates"}`
+	for _, line := range samples {
+		if value, ok := strings.CutPrefix(line, series+" "); ok {
+			if v, err := strconv.ParseFloat(value, 64); err == nil {
+				return v
+			}
+		}
+	}
+	return math.NaN()
+}
+
 // operatorRequests reads what the operator has sent the API server so far (client-go's metrics, all
 // hosts and codes): requests by method (a method never used is absent), and the seconds its PATCHes
 // took from sending to the answer; nil when its metrics cannot be read.
@@ -745,13 +792,18 @@ func (r *scaleResult) line(l scaleLevel) string {
 	if l.load == scaleLoads[0] {
 		fence, raw = fmt.Sprintf("%.3f", r.fence.Seconds()), fmt.Sprintf("%.3f", r.raw.Seconds())
 	}
+	watchBytes := "-"
+	if !math.IsNaN(l.partitionWatchBytesPerWrite) {
+		watchBytes = fmt.Sprintf("%.1f", l.partitionWatchBytesPerWrite)
+	}
 	line := fmt.Sprintf("scenario=scale-%d load=%.1f offered_per_s=%.1f achieved_per_s=%.1f p50_ms=%.2f p99_ms=%.2f "+
-		"operator_cpu_ms_per_write=%.4f operator_rss_mb=%.1f operator_heap_mb=%.1f sidecar_rss_mb=%.1f apiserver_cpu_ms_per_write=%.3f "+
+		"operator_cpu_ms_per_write=%.4f operator_cores=%.4f operator_idle_cores=%.4f operator_partition_watch_bytes_per_write=%s "+
+		"operator_rss_mb=%.1f operator_heap_mb=%.1f sidecar_rss_mb=%.1f apiserver_cpu_ms_per_write=%.3f "+
 		"fence_1000_s=%s raw_1000_s=%s fenced=%d capacity_per_s=%.1f lone_p50_ms=%.2f others_cores=%.2f",
 		r.partitions, l.load, l.run.offeredPerSecond, l.run.achievedPerSecond,
 		millis(percentile(l.run.latencies, 0.5)), millis(percentile(l.run.latencies, 0.99)),
-		l.operatorMillisPerWrite, l.operatorRSS, l.operatorHeap, l.sidecarRSS, l.apiserverMillisPerWrite,
-		fence, raw, r.fenced, r.capacityPerSecond, millis(r.lonePercentile50), l.othersCores)
+		l.operatorMillisPerWrite, l.operatorCores, r.operatorIdleCores, watchBytes, l.operatorRSS, l.operatorHeap, l.sidecarRSS,
+		l.apiserverMillisPerWrite, fence, raw, r.fenced, r.capacityPerSecond, millis(r.lonePercentile50), l.othersCores)
 	if l.run.failed > 0 || l.run.unfinished > 0 {
 		line += fmt.Sprintf(" failed_writes=%d unfinished_writes=%d", l.run.failed, l.run.unfinished)
 	}
@@ -761,25 +813,41 @@ func (r *scaleResult) line(l scaleLevel) string {
 	return line
 }
 
-// scaleLatencyTarget is the issue's bound on the p99 at 50 % load, in p50s of a lone write.
-const scaleLatencyTarget = 4
+// slowWriteThreshold is, in p50s of a lone write, the latency above which the progress log lists a
+// write as slow. It is no target: on a machine whose cores the load generator, kube-apiserver, etcd,
+// the operator and the sidecars share, the p99 measures the machine (docs/performance.md).
+const slowWriteThreshold = 4
 
-// verdicts checks the issue's targets on one size's measurement.
+// Targets of the operator at scale: its CPU per write against kube-apiserver's at the busiest level,
+// its CPU there against its CPU with no writes, its memory per partition, and the fence against its
+// raw baseline.
+const (
+	operatorCPUShareTarget    = 0.01
+	operatorBusyOverIdle      = 1.5
+	operatorRSSBaseMB         = 64
+	operatorRSSPerPartitionKB = 1
+	fenceOverRawTarget        = 1.34
+)
+
+// verdicts checks the targets on one size's measurement.
 func (r *scaleResult) verdicts() string {
 	half, busy := r.levels[0], r.levels[len(r.levels)-1]
 	cpuRatio := busy.operatorMillisPerWrite / busy.apiserverMillisPerWrite
-	rssBound := 64 + 2*float64(r.partitions)/1024
+	busyOverIdle := busy.operatorCores / r.operatorIdleCores
+	rssBound := operatorRSSBaseMB + operatorRSSPerPartitionKB*float64(r.partitions)/1024
 	sidecarBound := r.sidecarCacheBoundMB + 64
 	latencyRatio := millis(percentile(half.run.latencies, 0.99)) / millis(r.lonePercentile50)
 	achieved := busy.run.achievedPerSecond / busy.run.offeredPerSecond
 	fenceRatio := r.fence.Seconds() / r.raw.Seconds()
 	checks := []string{
-		fmt.Sprintf("operator/apiserver CPU per write at %.0f%% %.3f (target <= 0.05): %s", 100*busy.load, cpuRatio, verdict(cpuRatio <= 0.05)),
+		fmt.Sprintf("operator/apiserver CPU per write at %.0f%% %.4f (target <= %.2f): %s", 100*busy.load, cpuRatio, operatorCPUShareTarget, verdict(cpuRatio <= operatorCPUShareTarget)),
+		fmt.Sprintf("operator CPU at %.0f%% / with no writes %.2f (target <= %.1f): %s", 100*busy.load, busyOverIdle, operatorBusyOverIdle, verdict(busyOverIdle <= operatorBusyOverIdle)),
+		fmt.Sprintf("operator partition watch bytes per write at %.0f%% %.1f (target 0): %s", 100*busy.load, busy.partitionWatchBytesPerWrite, verdict(busy.partitionWatchBytesPerWrite == 0)),
 		fmt.Sprintf("operator RSS %.1f MB (target <= %.1f): %s", r.operatorRSS, rssBound, verdict(r.operatorRSS <= rssBound)),
 		fmt.Sprintf("sidecar RSS %.1f MB (target <= %.0f): %s", r.sidecarRSS, sidecarBound, verdict(r.sidecarRSS <= sidecarBound)),
-		fmt.Sprintf("p99 at %.0f%% / lone p50 %.2f (target <= %d): %s", 100*half.load, latencyRatio, scaleLatencyTarget, verdict(latencyRatio <= scaleLatencyTarget)),
 		fmt.Sprintf("achieved/offered at %.0f%% %.3f (target >= 0.98): %s", 100*busy.load, achieved, verdict(achieved >= 0.98)),
-		fmt.Sprintf("fence/raw of %d partitions %.2f (target <= 1.5): %s", r.fenced, fenceRatio, verdict(fenceRatio <= 1.5)),
+		fmt.Sprintf("fence/raw of %d partitions %.2f (target <= %.2f): %s", r.fenced, fenceRatio, fenceOverRawTarget, verdict(fenceRatio <= fenceOverRawTarget)),
+		fmt.Sprintf("p99 at %.0f%% / lone p50 %.2f: INFO", 100*half.load, latencyRatio),
 	}
 	if len(r.apiserverEnv) > 0 {
 		return fmt.Sprintf("scale-%d (diagnostic, kube-apiserver with %s; not the issue's targets): %s",

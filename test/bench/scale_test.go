@@ -313,3 +313,22 @@ func TestRunQueueWaitOfThisProcess(t *testing.T) {
 		t.Error("readRunQueueWait(-1) succeeded")
 	}
 }
+
+// The operator's partition watch bytes are read from its counter by resource; an operator without the
+// counter gives NaN, printed as "-".
+func TestPartitionWatchBytes(t *testing.T) {
+	samples := parseSamples(`sharestate_operator_watch_bytes_total{resource="pods"} 1200
+sharestate_operator_watch_bytes_total{resource="sharepartitionstates"} 0
+`)
+	if got := partitionWatchBytesFrom(samples); got != 0 {
+		t.Errorf("partition watch bytes %v, want 0", got)
+	}
+	if got := partitionWatchBytesFrom(parseSamples("go_goroutines 10\n")); !math.IsNaN(got) {
+		t.Errorf("without the counter: %v, want NaN", got)
+	}
+	r := &scaleResult{partitions: 100, levels: []scaleLevel{{load: 0.5, partitionWatchBytesPerWrite: math.NaN(),
+		run: openResult{latencies: []time.Duration{time.Millisecond}}}}}
+	if line := r.line(r.levels[0]); !strings.Contains(line, " operator_partition_watch_bytes_per_write=- ") {
+		t.Errorf("a level without the count: %s", line)
+	}
+}
