@@ -27,6 +27,9 @@ const DefaultResyncPeriod = 2 * time.Minute
 //   - the conditions (Initialized, Fenced turned False) and the LeaderChanged events of the leader
 //     changes since the last look, which the operator no longer learns from a watch of partitions.
 //
+// It records every partition in the partition book, from which the ShareGroup reconciler computes
+// the groups' statuses, and passes every group at the end of a pass.
+//
 // It writes only what changed, so its cost grows with the number of partitions (one List of them a
 // period), never with the rate of writes. It runs on the elected operator only.
 type partitionResync struct {
@@ -36,30 +39,51 @@ type partitionResync struct {
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the elected operator fences.
 func (s *partitionResync) NeedLeaderElection() bool { return true }
 
-// Start runs a pass at once, then one every period, until ctx ends.
+// Start runs a pass at once, then one every period, until ctx ends. The first pass runs at full speed,
+// so that the partition book is complete soon after the operator starts; the later ones spread their
+// pages over most of the period (pacing), so that the List costs the API server and the operator the
+// same at every moment rather than a burst each period.
 func (s *partitionResync) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("partition-resync")
 	ctx = ctrl.LoggerInto(ctx, log)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var pageGap time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
 		}
-		started := s.r.Now()
-		n, err := s.pass(ctx)
-		resyncDuration.Observe(time.Since(started).Seconds())
+		started := time.Now()
+		n, err := s.pass(ctx, pageGap)
+		took := time.Since(started)
+		resyncDuration.Observe(took.Seconds())
 		if err != nil && ctx.Err() == nil {
 			log.Error(err, "Partition resync failed", "partitions", n)
 		}
-		timer.Reset(s.r.ResyncPeriod)
+		pageGap = s.pageGap(n)
+		timer.Reset(max(0, s.r.ResyncPeriod-took))
 	}
 }
 
-// pass reconciles every partition of the namespaces and returns how many it looked at.
-func (s *partitionResync) pass(ctx context.Context) (int, error) {
+// pageGap is the pause between two pages of a pass over n partitions: their pages spread over
+// resyncSpread of the period.
+func (s *partitionResync) pageGap(n int) time.Duration {
+	pages := (n + listPageSize - 1) / listPageSize
+	if pages <= 1 {
+		return 0
+	}
+	return time.Duration(float64(s.r.ResyncPeriod) * resyncSpread / float64(pages))
+}
+
+// resyncSpread is the part of the period a pass's pages are spread over; the rest absorbs a slower
+// API server.
+const resyncSpread = 0.8
+
+// pass reconciles every partition of the namespaces, pausing gap after each page, records them in the
+// partition book, and returns how many it looked at.
+func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, error) {
 	namespaces := s.r.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -79,6 +103,9 @@ func (s *partitionResync) pass(ctx context.Context) (int, error) {
 			for i := range page { // as reconciled: a fence or condition written shows at once
 				counts.add(&page[i])
 			}
+			if gap > 0 && !sleepFor(ctx, gap) {
+				return ctx.Err()
+			}
 			return nil
 		})
 		if err != nil {
@@ -86,6 +113,13 @@ func (s *partitionResync) pass(ctx context.Context) (int, error) {
 		}
 	}
 	s.r.counts.set(counts)
+	if s.r.Book != nil {
+		for _, g := range s.r.Book.passed(seen) {
+			if s.r.PartitionChanged != nil {
+				s.r.PartitionChanged(g.namespace, g.group)
+			}
+		}
+	}
 	// Forget the leader epochs of partitions that are gone (a pass that failed to list returned above).
 	s.r.leaderEpoch.Range(func(key, _ any) bool {
 		if k := key.(types.NamespacedName); !seen[k] {
@@ -94,4 +128,16 @@ func (s *partitionResync) pass(ctx context.Context) (int, error) {
 		return true
 	})
 	return len(seen), nil
+}
+
+// sleepFor waits d, and reports false if ctx ended first.
+func sleepFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -33,13 +33,10 @@ import (
 // groupIDIndex indexes the cached ShareGroups by their Kafka group id.
 const groupIDIndex = "spec.groupId"
 
-// partitionGroupIDField is the SharePartitionStates' selectable field (the CRD's selectableFields)
-// that a group's partitions are listed by, from the API server.
-const partitionGroupIDField = "spec.groupId"
-
-// DefaultTotalsRefresh is how often a group's status is recomputed from a list of its partitions
-// when nothing else changes: the persister's writes change the totals constantly, and the operator
-// watches no partition (docs/architecture.md, "What the operator watches").
+// DefaultTotalsRefresh is how often a group's status is recomputed from the partition book when
+// nothing else changes: the persister's writes change the totals constantly, and the operator watches
+// no partition; the book follows them at each resync (docs/architecture.md, "What the operator
+// watches").
 const DefaultTotalsRefresh = 30 * time.Second
 
 // ShareGroupReconciler adopts a group's SharePartitionStates, aggregates their state into the group's
@@ -57,15 +54,19 @@ type ShareGroupReconciler struct {
 	TotalsRefresh time.Duration
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
+	// Book holds the partitions as the operator last saw them (filled by the fencing reconciler's
+	// resync); a group's status is computed from it.
+	Book *PartitionBook
 
 	persisters persisterSet
 	// changed carries the partitions whose status the fencing reconciler wrote, to pass their groups.
 	changed chan event.GenericEvent
 }
 
-// changedBacklog bounds the partition changes waiting to be passed to their groups; beyond it a
-// change is dropped, and its group's status waits for its next refresh.
-const changedBacklog = 4096
+// changedBacklog bounds the partition changes waiting to be passed to their groups (each resync pass
+// passes every group); beyond it a change is dropped, and its group's status waits for its next
+// refresh.
+const changedBacklog = 1 << 14
 
 // SetupWithManager registers the reconciler, its indexes and its watches with the manager.
 func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -74,6 +75,9 @@ func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Ma
 	}
 	if r.TotalsRefresh <= 0 {
 		r.TotalsRefresh = DefaultTotalsRefresh
+	}
+	if r.Book == nil {
+		return errors.New("the ShareGroup reconciler needs the partition book the fencing reconciler fills")
 	}
 	r.persisters.client = r.LiveClient
 	r.changed = make(chan event.GenericEvent, changedBacklog)
@@ -279,7 +283,9 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 	return nil
 }
 
-// adoptPartitions finds the group's partitions, first making the group the controller of those
+// adoptPartitions finds the group's partitions in the partition book (as the operator last saw them,
+// at most a resync period ago; until its first pass is done, nothing is found and the status stays as
+// it is), first making the group the controller of those
 // that have none (created before the group, or by hand) and labelling them with the group's name, and
 // filling in the topic's name where the group declares it and the object has none. An object whose
 // name is not the one derived from its key is not adopted: the persister finds a partition's state by
@@ -287,9 +293,9 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 // MisnamedPartitionStates condition names it, for an admin to delete.
 func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
 	sg := s.group
-	list, err := r.listPartitions(ctx, sg)
-	if err != nil {
-		return err
+	list, complete := r.Book.partitionsOf(sg.Namespace, sg.Spec.GroupID)
+	if !complete {
+		return nil // the operator has not looked at every partition yet: the status stays as it is
 	}
 	owned := list[:0]
 	var misnamed []string
@@ -306,59 +312,60 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 		if err != nil {
 			return err
 		}
-		owned = append(owned, *adopted)
+		if adopted != nil {
+			owned = append(owned, *adopted)
+		}
 	}
 	s.partitions, s.listed = owned, true
 	r.reportMisnamed(sg, misnamed)
 	return nil
 }
 
-// listPartitions lists the partitions of the group's id from the API server, a page at a time, by
-// the CRD's selectable field (so that an object without the group's label or owner, made by hand or by
-// an older persister, is found and adopted), and keeps of each what the group's status reads: not the
-// state batches, whose one figure it needs is the in-flight count (inFlightRecords, or counted here).
-func (r *ShareGroupReconciler) listPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]sharestatev1.SharePartitionState, error) {
-	var all []sharestatev1.SharePartitionState
-	err := listPages(ctx, r.APIReader, sg.Namespace, func(page []sharestatev1.SharePartitionState) error {
-		for i := range page {
-			withoutStateBatches(&page[i])
-		}
-		all = append(all, page...)
-		return nil
-	}, client.MatchingFields{partitionGroupIDField: string(sg.Spec.GroupID)})
-	if err != nil {
-		return nil, fmt.Errorf("listing the partitions: %w", err)
-	}
-	return all, nil
-}
-
 // adopt makes the group the partition's controller, labels it with the group's name and names its
-// topic, in one patch, where any of that is missing. It returns the partition as it now is: sps itself
-// when nothing was missing, else the patched copy.
+// topic, in one patch, where any of that is missing. sps is the partition as the book holds it, which
+// may be a period old: the patch is made on the partition read from the API server, conditional on
+// its resourceVersion, since a merge patch replaces the whole owner reference list (a conflict, a
+// persister's write meanwhile, requeues the group). It returns the partition as it now is: sps itself
+// when nothing was missing, else the patched object without its state batches; nil when another
+// ShareGroup holds it.
 func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
-	topicName := sg.DeclaredTopicName(sps.Spec.TopicID)
-	nameTopic := sps.Spec.TopicName == "" && topicName != ""
-	if metav1.GetControllerOf(sps) != nil && sps.Labels[sharestatev1.LabelShareGroup] == sg.Name && !nameTopic {
+	if !needsAdoption(sg, sps) {
 		return sps, nil
 	}
-	// A merge patch replaces the whole owner reference list: the optimistic lock keeps it from
-	// dropping a reference added since the list (a conflict requeues the group).
-	patch := client.MergeFromWithOptions(sps, client.MergeFromWithOptimisticLock{})
-	adopted := sps.DeepCopy()
-	if err := controllerutil.SetControllerReference(sg, adopted, r.Client.Scheme()); err != nil {
+	live := &sharestatev1.SharePartitionState{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sps), live); err != nil {
+		return nil, fmt.Errorf("reading %s to adopt it: %w", klog.KObj(sps), err)
+	}
+	if owner := metav1.GetControllerOf(live); owner != nil && owner.UID != sg.UID {
+		return nil, nil // another ShareGroup with the same group id took it meanwhile
+	}
+	if !needsAdoption(sg, live) {
+		withoutStateBatches(live)
+		return live, nil
+	}
+	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if err := controllerutil.SetControllerReference(sg, live, r.Client.Scheme()); err != nil {
 		return nil, err
 	}
-	if adopted.Labels == nil {
-		adopted.Labels = map[string]string{}
+	if live.Labels == nil {
+		live.Labels = map[string]string{}
 	}
-	adopted.Labels[sharestatev1.LabelShareGroup] = sg.Name
-	if nameTopic {
-		adopted.Spec.TopicName = topicName // the schema lets an unset topicName be set once
+	live.Labels[sharestatev1.LabelShareGroup] = sg.Name
+	if topicName := sg.DeclaredTopicName(live.Spec.TopicID); live.Spec.TopicName == "" && topicName != "" {
+		live.Spec.TopicName = topicName // the schema lets an unset topicName be set once
 	}
-	if err := r.Client.Patch(ctx, adopted, patch); err != nil {
+	if err := r.Client.Patch(ctx, live, patch); err != nil {
 		return nil, fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
 	}
-	return adopted, nil
+	withoutStateBatches(live)
+	return live, nil
+}
+
+// needsAdoption reports whether the group must still make itself the partition's controller, label it
+// with its name, or name its topic.
+func needsAdoption(sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) bool {
+	nameTopic := sps.Spec.TopicName == "" && sg.DeclaredTopicName(sps.Spec.TopicID) != ""
+	return metav1.GetControllerOf(sps) == nil || sps.Labels[sharestatev1.LabelShareGroup] != sg.Name || nameTopic
 }
 
 // maxNamesInMessage bounds the misnamed objects a condition message lists.

@@ -61,6 +61,8 @@ type SharePartitionStateReconciler struct {
 	// PartitionChanged, if set, is told of every status this reconciler wrote (a fence, a condition):
 	// the ShareGroup reconciler, which watches no partition, then refreshes the group's status.
 	PartitionChanged func(namespace string, group sharestatev1.GroupID)
+	// Book, if set, records every partition as this reconciler last saw or wrote it.
+	Book *PartitionBook
 
 	gone        goneUIDs
 	counts      countsOfLastPass
@@ -236,7 +238,11 @@ func (r *SharePartitionStateReconciler) reconcilePartition(ctx context.Context, 
 		}
 		err = r.writeStatus(ctx, obj, verdict)
 		if err == nil {
-			return verdict.recheckAfter, r.repairLabel(ctx, obj)
+			err = r.repairLabel(ctx, obj)
+			if r.Book != nil {
+				r.Book.record(obj)
+			}
+			return verdict.recheckAfter, err
 		}
 		if !apierrors.IsConflict(err) || attempt == maxFenceAttempts {
 			return 0, err
@@ -283,10 +289,11 @@ func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *sh
 		ctrl.LoggerFrom(ctx).Info("Fenced stale leader", "reason", verdict.reason, "stateEpoch", updated.Status.StateEpoch, "detail", verdict.message)
 		r.reportFence(obj.Status.Leader, updated, verdict)
 	}
+	*obj = *updated
+	// The group's pass comes partitionChangeDelay later: by then reconcilePartition has recorded obj.
 	if r.PartitionChanged != nil {
 		r.PartitionChanged(obj.Namespace, obj.Spec.GroupID)
 	}
-	*obj = *updated
 	return nil
 }
 

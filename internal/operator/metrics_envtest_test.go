@@ -80,7 +80,9 @@ func startOperator(e *testenv.Env) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := rest.CopyConfig(e.Config)
 	cfg.WrapTransport = compressedWatches.wrap
-	mgr, err := operator.NewManager(ctx, cfg, operator.Options{MetricsBindAddress: metricsAddr, SecureMetrics: true, HealthProbeBindAddress: "0"})
+	// A resync a second: the group totals come from the operator's last look at every partition.
+	mgr, err := operator.NewManager(ctx, cfg, operator.Options{MetricsBindAddress: metricsAddr, SecureMetrics: true, HealthProbeBindAddress: "0",
+		PartitionResync: time.Second})
 	if err != nil {
 		panic(err)
 	}

@@ -22,7 +22,7 @@ const cacheTestTopic = "q1Sh0o2QRbuBzMz8vEMbvQ"
 
 // The operator watches no SharePartitionState: the persister's writes send it no watch event (its
 // count of watch bytes for sharepartitionstates stays at zero while its watches of pods and groups
-// deliver theirs). The group's totals still come, from a list of its partitions at the group's pass,
+// deliver theirs). The group's totals still come, from the operator's periodic look at every partition,
 // counted from the in-flight count the persister keeps beside the batches; and a fence leaves the
 // stored batches and count as the persister wrote them.
 func TestPartitionWritesNeverReachTheOperator(t *testing.T) {
@@ -64,7 +64,8 @@ func TestPartitionWritesNeverReachTheOperator(t *testing.T) {
 	}
 
 	// The persister created the group with the partitions. A change of the group's spec makes the
-	// group pass at once, and the pass lists the partitions (the writes themselves bring no pass).
+	// group pass at once; it counts the partitions once the resync has seen the writes (the writes
+	// themselves bring no pass).
 	sg := &sharestatev1.ShareGroup{}
 	testenv.Get(t, env.Client, client.ObjectKey{Namespace: ns, Name: sharestatev1.ShareGroupName("g")}, sg)
 	patch := client.MergeFrom(sg.DeepCopy())

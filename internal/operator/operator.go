@@ -145,15 +145,18 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	if err != nil {
 		return nil, fmt.Errorf("creating the API client: %w", err)
 	}
+	// What the operator knows of the partitions: filled by the fencing reconciler's resync and fences,
+	// read by the ShareGroup reconciler.
+	book := controllers.NewPartitionBook()
 	groups := &controllers.ShareGroupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LiveClient: live, Recorder: mgr.GetEventRecorder("sharestate-operator"),
-		TotalsRefresh: opts.TotalsRefresh,
+		TotalsRefresh: opts.TotalsRefresh, Book: book,
 	}
 	partitions := &controllers.SharePartitionStateReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("sharestate-operator"),
 		NotReadyGrace: opts.NotReadyGrace, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		ResyncPeriod: opts.PartitionResync, Namespaces: opts.WatchNamespaces,
-		PartitionChanged: groups.PartitionChanged,
+		PartitionChanged: groups.PartitionChanged, Book: book,
 	}
 	if err := partitions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the SharePartitionState controller: %w", err)

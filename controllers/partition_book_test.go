@@ -1,0 +1,46 @@
+package controllers
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+)
+
+// The book answers nothing until a pass is complete, keeps partitions without their batches, drops
+// what a pass did not see, and names the groups a pass touched.
+func TestPartitionBook(t *testing.T) {
+	partition := func(ns, group, name string) *sharestatev1.SharePartitionState {
+		p := &sharestatev1.SharePartitionState{}
+		p.Namespace, p.Name, p.Spec.GroupID = ns, name, sharestatev1.GroupID(group)
+		p.Status.StateBatches = []sharestatev1.StateBatch{"0-4/0/1"}
+		return p
+	}
+	b := NewPartitionBook()
+	a0, a1, other := partition("ns", "a", "a-0"), partition("ns", "a", "a-1"), partition("ns2", "a", "a-0")
+	for _, p := range []*sharestatev1.SharePartitionState{a0, a1, other} {
+		b.record(p)
+	}
+	if _, complete := b.partitionsOf("ns", "a"); complete {
+		t.Fatal("the book answered before a complete pass")
+	}
+	if len(a0.Status.StateBatches) != 1 {
+		t.Fatal("recording changed the partition it was given")
+	}
+	seen := map[types.NamespacedName]bool{{Namespace: "ns", Name: "a-0"}: true, {Namespace: "ns2", Name: "a-0"}: true}
+	if groups := b.passed(seen); len(groups) != 2 {
+		t.Fatalf("the pass named groups %v, want ns/a and ns2/a", groups)
+	}
+	got, complete := b.partitionsOf("ns", "a")
+	if !complete || len(got) != 1 || got[0].Name != "a-0" || got[0].Status.StateBatches != nil || got[0].Status.InFlightRecords == nil || *got[0].Status.InFlightRecords != 5 {
+		t.Fatalf("ns/a after the pass: %+v (complete %v); want a-0 alone, without batches, 5 in flight", got, complete)
+	}
+	got[0].Name = "changed"
+	if again, _ := b.partitionsOf("ns", "a"); again[0].Name != "a-0" {
+		t.Fatal("a caller's change reached the book")
+	}
+	if got, _ := b.partitionsOf("ns", "b"); len(got) != 0 {
+		t.Fatalf("a group never seen has %d partitions", len(got))
+	}
+}
