@@ -15,26 +15,19 @@ import (
 // the Ready and Fenced conditions. It keeps what it does not own (the last reset, the OffsetReset
 // condition) from status.
 func aggregate(sg *sharestatev1.ShareGroup, partitions []sharestatev1.SharePartitionState, status sharestatev1.ShareGroupStatus) sharestatev1.ShareGroupStatus {
-	status.Partitions = int32(len(partitions))
-	status.StateEpoch, status.InitializedPartitions, status.FencedPartitions, status.PartitionsWithLeader = 0, 0, 0, 0
-	status.InFlightRecords, status.DeliveryCompleteRecords = 0, 0
+	var counts partitionCounts
+	status.StateEpoch, status.InFlightRecords, status.DeliveryCompleteRecords = 0, 0, 0
 	for i := range partitions {
 		p := &partitions[i]
+		counts.add(p)
 		status.StateEpoch = max(status.StateEpoch, p.Status.StateEpoch)
-		if p.Status.CreateTime != nil {
-			status.InitializedPartitions++
-		}
-		if isFenced(p) {
-			status.FencedPartitions++
-		}
-		if p.Status.Leader != nil {
-			status.PartitionsWithLeader++
-		}
 		status.InFlightRecords += inFlight(p)
 		if p.Status.DeliveryCompleteCount > 0 {
 			status.DeliveryCompleteRecords += int64(p.Status.DeliveryCompleteCount)
 		}
 	}
+	status.Partitions, status.InitializedPartitions = int32(counts.total), int32(counts.initialized)
+	status.FencedPartitions, status.PartitionsWithLeader = int32(counts.fenced), int32(counts.withLeader)
 	if r := status.LastOffsetReset; r != nil {
 		status.StateEpoch = max(status.StateEpoch, r.StateEpoch)
 	}
