@@ -62,15 +62,15 @@ type partitionCounts struct {
 	total, initialized, fenced, withLeader int
 }
 
-func (c *partitionCounts) add(p *sharestatev1.SharePartitionState) {
+func (c *partitionCounts) add(p partitionSummary) {
 	c.total++
-	if p.Status.CreateTime != nil {
+	if p.initialized {
 		c.initialized++
 	}
-	if isFenced(p) {
+	if p.fenced {
 		c.fenced++
 	}
-	if p.Status.Leader != nil {
+	if p.withLeader {
 		c.withLeader++
 	}
 }

@@ -52,7 +52,7 @@ func TestCollectorReportsTheLastResync(t *testing.T) {
 	led.Status.CreateTime = &now
 	led.Status.Leader = &sharestatev1.LeaderRef{PodName: "kafka-0"}
 	for _, p := range []*sharestatev1.SharePartitionState{&fenced, &led, {}} {
-		counts.add(p)
+		counts.add(summaryOf(p))
 	}
 	r.counts.set(counts)
 	want := `

@@ -3,6 +3,7 @@ package controllers
 import (
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
@@ -12,15 +13,14 @@ import (
 // resync's pass over every partition (a page at a time, spread over its period) and every status the
 // fencing reconciler wrote. The ShareGroup reconciler computes a group's status from it, so that the
 // group's totals cost no request of their own: the operator lists each partition once a resync
-// period, however many groups and writes there are (docs/architecture.md, "What the operator
-// watches").
+// period, however many groups and writes there are (docs/architecture.md, Fencing).
 //
-// It holds each partition without its state batches and managedFields (withoutStateBatches): a few
-// hundred bytes to a KB each. Its entries are copies that nobody changes in place.
+// It keeps of each partition a partitionSummary: what a group's status and its adoption read, a
+// hundred-odd bytes, so that its memory grows by little per partition.
 type PartitionBook struct {
 	mu       sync.Mutex
-	groups   map[groupKey]map[string]*sharestatev1.SharePartitionState
-	complete bool // a pass over every partition has been recorded
+	groups   map[groupKey]map[string]partitionSummary // by partition object name
+	complete bool                                     // a pass over every partition has been recorded
 }
 
 // groupKey names a Kafka group's partitions in a namespace.
@@ -29,24 +29,59 @@ type groupKey struct {
 	group     sharestatev1.GroupID
 }
 
-// NewPartitionBook returns an empty book; it is complete after the first pass.
-func NewPartitionBook() *PartitionBook {
-	return &PartitionBook{groups: map[groupKey]map[string]*sharestatev1.SharePartitionState{}}
+// partitionSummary is what the operator keeps of a partition between its looks.
+type partitionSummary struct {
+	name        string
+	topicID     sharestatev1.TopicID
+	partition   int32
+	stateEpoch  int32
+	initialized bool
+	fenced      bool
+	withLeader  bool
+	inFlight    int64
+	// deliveryComplete is the partition's delivery-complete count, 0 when it is not known (-1).
+	deliveryComplete int64
+	// controller is the UID of the object's controller (its ShareGroup), empty when it has none.
+	controller types.UID
+	// groupLabel is the object's sharestate.dev/share-group label.
+	groupLabel string
+	// topicNamed says spec.topicName is set.
+	topicNamed bool
 }
 
-// record keeps the partition as given, without its state batches (a copy: p is not changed).
+// summaryOf summarizes a partition as the operator read or wrote it.
+func summaryOf(p *sharestatev1.SharePartitionState) partitionSummary {
+	s := partitionSummary{
+		name: p.Name, topicID: p.Spec.TopicID, partition: p.Spec.Partition, stateEpoch: p.Status.StateEpoch,
+		initialized: p.Status.CreateTime != nil, fenced: isFenced(p), withLeader: p.Status.Leader != nil,
+		inFlight: inFlight(p), groupLabel: p.Labels[sharestatev1.LabelShareGroup], topicNamed: p.Spec.TopicName != "",
+	}
+	if p.Status.DeliveryCompleteCount > 0 {
+		s.deliveryComplete = int64(p.Status.DeliveryCompleteCount)
+	}
+	if owner := metav1.GetControllerOf(p); owner != nil {
+		s.controller = owner.UID
+	}
+	return s
+}
+
+// NewPartitionBook returns an empty book; it is complete after the first pass.
+func NewPartitionBook() *PartitionBook {
+	return &PartitionBook{groups: map[groupKey]map[string]partitionSummary{}}
+}
+
+// record keeps the partition's summary.
 func (b *PartitionBook) record(p *sharestatev1.SharePartitionState) {
-	slim := p.DeepCopy()
-	withoutStateBatches(slim)
+	summary := summaryOf(p)
 	key := groupKey{namespace: p.Namespace, group: p.Spec.GroupID}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	partitions := b.groups[key]
 	if partitions == nil {
-		partitions = map[string]*sharestatev1.SharePartitionState{}
+		partitions = map[string]partitionSummary{}
 		b.groups[key] = partitions
 	}
-	partitions[p.Name] = slim
+	partitions[p.Name] = summary
 }
 
 // passed ends a pass over every partition: what it did not see is gone, and the book is complete. It
@@ -70,18 +105,18 @@ func (b *PartitionBook) passed(seen map[types.NamespacedName]bool) []groupKey {
 	return groups
 }
 
-// partitionsOf returns copies of the group's partitions as last seen, and false until a pass over
-// every partition has been recorded (before it, an absent partition may only not have been seen yet).
-func (b *PartitionBook) partitionsOf(namespace string, group sharestatev1.GroupID) ([]sharestatev1.SharePartitionState, bool) {
+// partitionsOf returns the group's partitions as last seen, and false until a pass over every
+// partition has been recorded (before it, an absent partition may only not have been seen yet).
+func (b *PartitionBook) partitionsOf(namespace string, group sharestatev1.GroupID) ([]partitionSummary, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.complete {
 		return nil, false
 	}
 	partitions := b.groups[groupKey{namespace: namespace, group: group}]
-	out := make([]sharestatev1.SharePartitionState, 0, len(partitions))
+	out := make([]partitionSummary, 0, len(partitions))
 	for _, p := range partitions {
-		out = append(out, *p.DeepCopy())
+		out = append(out, p)
 	}
 	return out, true
 }

@@ -70,12 +70,17 @@ func (s *partitionResync) Start(ctx context.Context) error {
 // pageGap is the pause between two pages of a pass over n partitions: their pages spread over
 // resyncSpread of the period.
 func (s *partitionResync) pageGap(n int) time.Duration {
-	pages := (n + listPageSize - 1) / listPageSize
+	pages := (n + resyncPageSize - 1) / resyncPageSize
 	if pages <= 1 {
 		return 0
 	}
 	return time.Duration(float64(s.r.ResyncPeriod) * resyncSpread / float64(pages))
 }
+
+// resyncPageSize is how many partitions a page of the resync holds: small, so that the pages of a
+// pass are many and its cost is spread evenly (at 10,000 partitions, a page every 1.2 s of a 2-minute
+// period), at the price of a List request for each.
+const resyncPageSize = 100
 
 // resyncSpread is the part of the period a pass's pages are spread over; the rest absorbs a slower
 // API server.
@@ -101,13 +106,13 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 				ctrl.LoggerFrom(ctx).Error(err, "Could not reconcile some partitions")
 			}
 			for i := range page { // as reconciled: a fence or condition written shows at once
-				counts.add(&page[i])
+				counts.add(summaryOf(&page[i]))
 			}
 			if gap > 0 && !sleepFor(ctx, gap) {
 				return ctx.Err()
 			}
 			return nil
-		})
+		}, client.Limit(resyncPageSize))
 		if err != nil {
 			return len(seen), fmt.Errorf("listing the partitions: %w", err)
 		}

@@ -171,7 +171,7 @@ type groupScope struct {
 	stored *sharestatev1.ShareGroup
 	// partitions are the group's own partitions, adopted if need be; listed says they were listed
 	// (a pass whose phases stopped before keeps the aggregate it had).
-	partitions []sharestatev1.SharePartitionState
+	partitions []partitionSummary
 	listed     bool
 }
 
@@ -299,16 +299,15 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 	}
 	owned := list[:0]
 	var misnamed []string
-	for i := range list {
-		sps := &list[i]
-		if owner := metav1.GetControllerOf(sps); owner != nil && owner.UID != sg.UID {
+	for _, p := range list {
+		if p.controller != "" && p.controller != sg.UID {
 			continue // another ShareGroup with the same group id holds it
 		}
-		if sps.Name != sharestatev1.SharePartitionStateName(string(sps.Spec.GroupID), string(sps.Spec.TopicID), sps.Spec.Partition) {
-			misnamed = append(misnamed, sps.Name)
+		if p.name != sharestatev1.SharePartitionStateName(string(sg.Spec.GroupID), string(p.topicID), p.partition) {
+			misnamed = append(misnamed, p.name)
 			continue
 		}
-		adopted, err := r.adopt(ctx, sg, sps)
+		adopted, err := r.adopt(ctx, sg, p)
 		if err != nil {
 			return err
 		}
@@ -322,26 +321,26 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 }
 
 // adopt makes the group the partition's controller, labels it with the group's name and names its
-// topic, in one patch, where any of that is missing. sps is the partition as the book holds it, which
-// may be a period old: the patch is made on the partition read from the API server, conditional on
-// its resourceVersion, since a merge patch replaces the whole owner reference list (a conflict, a
-// persister's write meanwhile, requeues the group). It returns the partition as it now is: sps itself
-// when nothing was missing, else the patched object without its state batches; nil when another
-// ShareGroup holds it.
-func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
-	if !needsAdoption(sg, sps) {
-		return sps, nil
+// topic, in one patch, where any of that is missing. p is the partition as the book holds it, which may
+// be a period old: the patch is made on the partition read from the API server, conditional on its
+// resourceVersion, since a merge patch replaces the whole owner reference list (a conflict, a
+// persister's write meanwhile, requeues the group). It returns the partition as it now is: p itself
+// when nothing was missing; nil when another ShareGroup holds it.
+func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, p partitionSummary) (*partitionSummary, error) {
+	if !needsAdoption(sg, p) {
+		return &p, nil
 	}
 	live := &sharestatev1.SharePartitionState{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sps), live); err != nil {
-		return nil, fmt.Errorf("reading %s to adopt it: %w", klog.KObj(sps), err)
+	key := client.ObjectKey{Namespace: sg.Namespace, Name: p.name}
+	if err := r.APIReader.Get(ctx, key, live); err != nil {
+		return nil, fmt.Errorf("reading %s to adopt it: %w", key, err)
 	}
 	if owner := metav1.GetControllerOf(live); owner != nil && owner.UID != sg.UID {
 		return nil, nil // another ShareGroup with the same group id took it meanwhile
 	}
-	if !needsAdoption(sg, live) {
-		withoutStateBatches(live)
-		return live, nil
+	if !needsAdoption(sg, summaryOf(live)) {
+		adopted := summaryOf(live)
+		return &adopted, nil
 	}
 	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if err := controllerutil.SetControllerReference(sg, live, r.Client.Scheme()); err != nil {
@@ -355,17 +354,17 @@ func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.Share
 		live.Spec.TopicName = topicName // the schema lets an unset topicName be set once
 	}
 	if err := r.Client.Patch(ctx, live, patch); err != nil {
-		return nil, fmt.Errorf("adopting %s: %w", klog.KObj(sps), err)
+		return nil, fmt.Errorf("adopting %s: %w", key, err)
 	}
-	withoutStateBatches(live)
-	return live, nil
+	adopted := summaryOf(live)
+	return &adopted, nil
 }
 
 // needsAdoption reports whether the group must still make itself the partition's controller, label it
 // with its name, or name its topic.
-func needsAdoption(sg *sharestatev1.ShareGroup, sps *sharestatev1.SharePartitionState) bool {
-	nameTopic := sps.Spec.TopicName == "" && sg.DeclaredTopicName(sps.Spec.TopicID) != ""
-	return metav1.GetControllerOf(sps) == nil || sps.Labels[sharestatev1.LabelShareGroup] != sg.Name || nameTopic
+func needsAdoption(sg *sharestatev1.ShareGroup, p partitionSummary) bool {
+	nameTopic := !p.topicNamed && sg.DeclaredTopicName(p.topicID) != ""
+	return p.controller == "" || p.groupLabel != sg.Name || nameTopic
 }
 
 // maxNamesInMessage bounds the misnamed objects a condition message lists.

@@ -14,17 +14,14 @@ import (
 // aggregate computes a group's status from its share-partitions as observed: the counts, totals and
 // the Ready and Fenced conditions. It keeps what it does not own (the last reset, the OffsetReset
 // condition) from status.
-func aggregate(sg *sharestatev1.ShareGroup, partitions []sharestatev1.SharePartitionState, status sharestatev1.ShareGroupStatus) sharestatev1.ShareGroupStatus {
+func aggregate(sg *sharestatev1.ShareGroup, partitions []partitionSummary, status sharestatev1.ShareGroupStatus) sharestatev1.ShareGroupStatus {
 	var counts partitionCounts
 	status.StateEpoch, status.InFlightRecords, status.DeliveryCompleteRecords = 0, 0, 0
-	for i := range partitions {
-		p := &partitions[i]
+	for _, p := range partitions {
 		counts.add(p)
-		status.StateEpoch = max(status.StateEpoch, p.Status.StateEpoch)
-		status.InFlightRecords += inFlight(p)
-		if p.Status.DeliveryCompleteCount > 0 {
-			status.DeliveryCompleteRecords += int64(p.Status.DeliveryCompleteCount)
-		}
+		status.StateEpoch = max(status.StateEpoch, p.stateEpoch)
+		status.InFlightRecords += p.inFlight
+		status.DeliveryCompleteRecords += p.deliveryComplete
 	}
 	status.Partitions, status.InitializedPartitions = int32(counts.total), int32(counts.initialized)
 	status.FencedPartitions, status.PartitionsWithLeader = int32(counts.fenced), int32(counts.withLeader)
@@ -73,12 +70,11 @@ func fencedCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatu
 // declare them (semantics §6), as "<name> (topic <topicId>, partition <n>)". The brokers are answered
 // UNKNOWN_TOPIC_OR_PARTITION for such a partition, so nothing reads its state: its topic was re-created
 // under a new id or declared with fewer partitions since, or the declaration is wrong.
-func undeclared(sg *sharestatev1.ShareGroup, partitions []sharestatev1.SharePartitionState) []string {
+func undeclared(sg *sharestatev1.ShareGroup, partitions []partitionSummary) []string {
 	var out []string
-	for i := range partitions {
-		p := &partitions[i]
-		if !sg.Declares(p.Spec.TopicID, p.Spec.Partition) {
-			out = append(out, fmt.Sprintf("%s (topic %s, partition %d)", p.Name, p.Spec.TopicID, p.Spec.Partition))
+	for _, p := range partitions {
+		if !sg.Declares(p.topicID, p.partition) {
+			out = append(out, fmt.Sprintf("%s (topic %s, partition %d)", p.name, p.topicID, p.partition))
 		}
 	}
 	slices.Sort(out)

@@ -21,7 +21,7 @@ func TestAggregate(t *testing.T) {
 	fenced := sharestatev1.SharePartitionState{Status: sharestatev1.SharePartitionStateStatus{StateEpoch: 5, CreateTime: &now, DeliveryCompleteCount: -1,
 		Conditions: []metav1.Condition{{Type: sharestatev1.ConditionFenced, Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonLeaderPodDeleted}}}}
 	uninitialized := sharestatev1.SharePartitionState{}
-	s := aggregate(sg, []sharestatev1.SharePartitionState{led, fenced, uninitialized}, sharestatev1.ShareGroupStatus{})
+	s := aggregate(sg, summaries(led, fenced, uninitialized), sharestatev1.ShareGroupStatus{})
 	if s.Partitions != 3 || s.InitializedPartitions != 2 || s.FencedPartitions != 1 || s.PartitionsWithLeader != 1 ||
 		s.StateEpoch != 5 || s.InFlightRecords != 7 || s.DeliveryCompleteRecords != 4 || s.ObservedGeneration != 3 {
 		t.Fatalf("status %+v", s)
@@ -29,7 +29,7 @@ func TestAggregate(t *testing.T) {
 	if c := meta.FindStatusCondition(s.Conditions, sharestatev1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != sharestatev1.ReasonPartitionsFenced {
 		t.Fatalf("Ready %+v", c)
 	}
-	ready := aggregate(sg, []sharestatev1.SharePartitionState{led}, s)
+	ready := aggregate(sg, summaries(led), s)
 	if c := meta.FindStatusCondition(ready.Conditions, sharestatev1.ConditionReady); c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready %+v", c)
 	}
@@ -121,7 +121,7 @@ func TestAggregateFlagsUndeclaredPartitions(t *testing.T) {
 		{"nothing declared: every partition is known", declaring(), sharestatev1.ReasonAllPartitionsReady, nil},
 	}
 	for _, tt := range tests {
-		s := aggregate(tt.group, partitions, sharestatev1.ShareGroupStatus{})
+		s := aggregate(tt.group, summaries(partitions...), sharestatev1.ShareGroupStatus{})
 		c := meta.FindStatusCondition(s.Conditions, sharestatev1.ConditionReady)
 		if c.Reason != tt.wantReason || (c.Status == metav1.ConditionTrue) != (tt.wantReason == sharestatev1.ReasonAllPartitionsReady) {
 			t.Errorf("%s: Ready %+v, want reason %s", tt.name, c, tt.wantReason)
@@ -132,4 +132,13 @@ func TestAggregateFlagsUndeclaredPartitions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// summaries summarizes partitions as the partition book does.
+func summaries(partitions ...sharestatev1.SharePartitionState) []partitionSummary {
+	out := make([]partitionSummary, len(partitions))
+	for i := range partitions {
+		out[i] = summaryOf(&partitions[i])
+	}
+	return out
 }
