@@ -284,8 +284,8 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 }
 
 // adoptPartitions finds the group's partitions in the partition book (as the operator last saw them,
-// at most a resync period ago; until its first pass is done, nothing is found and the status stays as
-// it is), first making the group the controller of those
+// at most a resync period ago), or lists them from the API server while the book is not complete, holds
+// none of the group's, or the group is being created (beingCreated), first making the group the controller of those
 // that have none (created before the group, or by hand) and labelling them with the group's name, and
 // filling in the topic's name where the group declares it and the object has none. An object whose
 // name is not the one derived from its key is not adopted: the persister finds a partition's state by
@@ -294,8 +294,11 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
 	sg := s.group
 	list, complete := r.Book.partitionsOf(sg.Namespace, sg.Spec.GroupID)
-	if !complete {
-		return nil // the operator has not looked at every partition yet: the status stays as it is
+	if !complete || len(list) == 0 || beingCreated(sg) {
+		var err error
+		if list, err = r.listPartitions(ctx, sg); err != nil {
+			return err
+		}
 	}
 	owned := list[:0]
 	var misnamed []string
@@ -318,6 +321,33 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 	s.partitions, s.listed = owned, true
 	r.reportMisnamed(sg, misnamed)
 	return nil
+}
+
+// beingCreated reports a group whose status says its partitions are not all there yet: none, or not
+// all initialized. Its passes list its partitions from the API server, so that a new group shows its
+// state within a pass rather than a resync period; a group whose partitions are fenced keeps reading
+// the book, which the fences update as they are written.
+func beingCreated(sg *sharestatev1.ShareGroup) bool {
+	c := meta.FindStatusCondition(sg.Status.Conditions, sharestatev1.ConditionReady)
+	return c == nil || c.Reason == sharestatev1.ReasonNoPartitions || c.Reason == sharestatev1.ReasonPartitionsNotInitialized
+}
+
+// listPartitions lists the partitions of the group's id from the API server, a page at a time, by the
+// CRD's selectable field (so that an object without the group's label or owner is found too), and
+// records them in the book.
+func (r *ShareGroupReconciler) listPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]partitionSummary, error) {
+	var all []partitionSummary
+	err := listPages(ctx, r.APIReader, sg.Namespace, func(page []sharestatev1.SharePartitionState) error {
+		for i := range page {
+			r.Book.record(&page[i])
+			all = append(all, summaryOf(&page[i]))
+		}
+		return nil
+	}, client.MatchingFields{"spec.groupId": string(sg.Spec.GroupID)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the partitions: %w", err)
+	}
+	return all, nil
 }
 
 // adopt makes the group the partition's controller, labels it with the group's name and names its
