@@ -84,14 +84,11 @@ func (b *PartitionBook) record(p *sharestatev1.SharePartitionState) {
 	partitions[p.Name] = summary
 }
 
-// passed ends a pass over every partition: what it did not see is gone, and the book is complete. It
-// returns the groups the pass saw or dropped partitions of, whose status is then to be recomputed.
-func (b *PartitionBook) passed(seen map[types.NamespacedName]bool) []groupKey {
+// passed ends a pass over every partition: what it did not see is gone, and the book is complete.
+func (b *PartitionBook) passed(seen map[types.NamespacedName]bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	groups := make([]groupKey, 0, len(b.groups))
 	for key, partitions := range b.groups {
-		groups = append(groups, key)
 		for name := range partitions {
 			if !seen[types.NamespacedName{Namespace: key.namespace, Name: name}] {
 				delete(partitions, name)
@@ -102,7 +99,6 @@ func (b *PartitionBook) passed(seen map[types.NamespacedName]bool) []groupKey {
 		}
 	}
 	b.complete = true
-	return groups
 }
 
 // partitionsOf returns the group's partitions as last seen, and false until a pass over every

@@ -28,7 +28,7 @@ const DefaultResyncPeriod = 2 * time.Minute
 //     changes since the last look, which the operator no longer learns from a watch of partitions.
 //
 // It records every partition in the partition book, from which the ShareGroup reconciler computes
-// the groups' statuses, and passes every group at the end of a pass.
+// the groups' statuses at their refreshes.
 //
 // It writes only what changed, so its cost grows with the number of partitions (one List of them a
 // period), never with the rate of writes. It runs on the elected operator only.
@@ -119,11 +119,9 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 	}
 	s.r.counts.set(counts)
 	if s.r.Book != nil {
-		for _, g := range s.r.Book.passed(seen) {
-			if s.r.PartitionChanged != nil {
-				s.r.PartitionChanged(g.namespace, g.group)
-			}
-		}
+		// Each group takes what the pass recorded at its own moment of its refresh period, not all at
+		// the pass's end: their status writes stay spread over the period.
+		s.r.Book.passed(seen)
 	}
 	// Forget the leader epochs of partitions that are gone (a pass that failed to list returned above).
 	s.r.leaderEpoch.Range(func(key, _ any) bool {

@@ -63,10 +63,9 @@ type ShareGroupReconciler struct {
 	changed chan event.GenericEvent
 }
 
-// changedBacklog bounds the partition changes waiting to be passed to their groups (each resync pass
-// passes every group); beyond it a change is dropped, and its group's status waits for its next
-// refresh.
-const changedBacklog = 1 << 14
+// changedBacklog bounds the partition changes waiting to be passed to their groups; beyond it a
+// change is dropped, and its group's status waits for its next refresh.
+const changedBacklog = 4096
 
 // SetupWithManager registers the reconciler, its indexes and its watches with the manager.
 func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {

@@ -80,9 +80,10 @@ func startOperator(e *testenv.Env) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := rest.CopyConfig(e.Config)
 	cfg.WrapTransport = compressedWatches.wrap
-	// A resync a second: the group totals come from the operator's last look at every partition.
+	// A resync and a group refresh a second: the group totals come from the operator's last look at
+	// every partition, at the group's refresh.
 	mgr, err := operator.NewManager(ctx, cfg, operator.Options{MetricsBindAddress: metricsAddr, SecureMetrics: true, HealthProbeBindAddress: "0",
-		PartitionResync: time.Second})
+		PartitionResync: time.Second, TotalsRefresh: time.Second})
 	if err != nil {
 		panic(err)
 	}
