@@ -41,8 +41,8 @@ func (s *partitionResync) NeedLeaderElection() bool { return true }
 
 // Start runs a pass at once, then one every period, until ctx ends. The first pass runs at full speed,
 // so that the partition book is complete soon after the operator starts; the later ones spread their
-// pages over most of the period (pacing), so that the List costs the API server and the operator the
-// same at every moment rather than a burst each period.
+// pages over the period (pacing), so that the List costs the API server and the operator the same at
+// every moment rather than a burst each period.
 func (s *partitionResync) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("partition-resync")
 	ctx = ctrl.LoggerInto(ctx, log)
@@ -67,24 +67,21 @@ func (s *partitionResync) Start(ctx context.Context) error {
 	}
 }
 
-// pageGap is the pause between two pages of a pass over n partitions: their pages spread over
-// resyncSpread of the period.
+// pageGap is the pause between two pages of a pass over n partitions: their pages spread over the
+// whole period, so that one pass follows the other and the resync's cost is the same at every moment
+// (a pass then takes the period and the time of its Lists, and the next starts at once).
 func (s *partitionResync) pageGap(n int) time.Duration {
 	pages := (n + resyncPageSize - 1) / resyncPageSize
 	if pages <= 1 {
 		return 0
 	}
-	return time.Duration(float64(s.r.ResyncPeriod) * resyncSpread / float64(pages))
+	return s.r.ResyncPeriod / time.Duration(pages)
 }
 
 // resyncPageSize is how many partitions a page of the resync holds: small, so that the pages of a
 // pass are many and its cost is spread evenly (at 10,000 partitions, a page every 1.2 s of a 2-minute
 // period), at the price of a List request for each.
 const resyncPageSize = 100
-
-// resyncSpread is the part of the period a pass's pages are spread over; the rest absorbs a slower
-// API server.
-const resyncSpread = 0.8
 
 // pass reconciles every partition of the namespaces, pausing gap after each page, records them in the
 // partition book, and returns how many it looked at.

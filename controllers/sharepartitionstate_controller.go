@@ -172,13 +172,16 @@ func (r *SharePartitionStateReconciler) partitionsLabelled(ctx context.Context, 
 }
 
 // listPages lists the partitions of namespace ("" for all) from reader a page at a time, and hands
-// each page to visit.
+// each page to visit, without the partitions' state batches (dropStateBatches).
 func listPages(ctx context.Context, reader client.Reader, namespace string, visit func([]sharestatev1.SharePartitionState) error, opts ...client.ListOption) error {
 	opts = append([]client.ListOption{client.InNamespace(namespace), client.Limit(listPageSize)}, opts...) // the caller's win
 	for token := ""; ; {
 		var page sharestatev1.SharePartitionStateList
 		if err := reader.List(ctx, &page, append(opts, client.Continue(token))...); err != nil {
 			return err
+		}
+		for i := range page.Items {
+			dropStateBatches(&page.Items[i])
 		}
 		if err := visit(page.Items); err != nil {
 			return err

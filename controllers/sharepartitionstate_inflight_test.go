@@ -3,6 +3,7 @@ package controllers
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -42,5 +43,31 @@ func TestSummaryOfAPartition(t *testing.T) {
 	bare := &sharestatev1.SharePartitionState{}
 	if got := summaryOf(bare); got != (partitionSummary{}) {
 		t.Fatalf("an empty partition's summary %+v", got)
+	}
+}
+
+// A listed partition keeps everything but its state batches and managedFields, and the in-flight count
+// its batches stood for.
+func TestDropStateBatches(t *testing.T) {
+	now := metav1.Now()
+	full := &sharestatev1.SharePartitionState{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "42",
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "sidecar", Operation: metav1.ManagedFieldsOperationUpdate}}},
+		Spec: sharestatev1.SharePartitionStateSpec{GroupID: "g", TopicID: "q1Sh0o2QRbuBzMz8vEMbvQ", Partition: 7},
+		Status: sharestatev1.SharePartitionStateStatus{StateEpoch: 2, CreateTime: &now,
+			StateBatches: []sharestatev1.StateBatch{"10-14/0/1", "15/2/1", "16-17/3/1"}},
+	}
+	slim := full.DeepCopy()
+	dropStateBatches(slim)
+	kept := full.DeepCopy()
+	kept.ManagedFields, kept.Status.StateBatches, kept.Status.InFlightRecords = nil, nil, ptr.To[int64](7)
+	if !equality.Semantic.DeepEqual(kept, slim) {
+		t.Fatalf("kept %+v, want %+v", slim, kept)
+	}
+	counted := full.DeepCopy()
+	counted.Status.InFlightRecords = ptr.To[int64](9)
+	dropStateBatches(counted)
+	if got := inFlight(counted); got != 9 {
+		t.Fatalf("the persister's count of 9 became %d", got)
 	}
 }
