@@ -47,6 +47,9 @@ type partitionSummary struct {
 	groupLabel string
 	// topicNamed says spec.topicName is set.
 	topicNamed bool
+	// misnamed says the object's name is not the one derived from its key (the persister never reads
+	// it), worked out once when the partition is recorded rather than at each of its group's passes.
+	misnamed bool
 }
 
 // summaryOf summarizes a partition as the operator read or wrote it.
@@ -55,6 +58,7 @@ func summaryOf(p *sharestatev1.SharePartitionState) partitionSummary {
 		name: p.Name, topicID: p.Spec.TopicID, partition: p.Spec.Partition, stateEpoch: p.Status.StateEpoch,
 		initialized: p.Status.CreateTime != nil, fenced: isFenced(p), withLeader: p.Status.Leader != nil,
 		inFlight: inFlight(p), groupLabel: p.Labels[sharestatev1.LabelShareGroup], topicNamed: p.Spec.TopicName != "",
+		misnamed: p.Name != sharestatev1.SharePartitionStateName(string(p.Spec.GroupID), string(p.Spec.TopicID), p.Spec.Partition),
 	}
 	if p.Status.DeliveryCompleteCount > 0 {
 		s.deliveryComplete = int64(p.Status.DeliveryCompleteCount)

@@ -63,7 +63,11 @@ func (s *partitionResync) Start(ctx context.Context) error {
 			log.Error(err, "Partition resync failed", "partitions", n)
 		}
 		pageGap = s.pageGap(n)
-		timer.Reset(max(0, s.r.ResyncPeriod-took))
+		next := max(0, s.r.ResyncPeriod-took)
+		if pageGap > 0 {
+			next = 0 // a paced pass fills its period: the next one follows at once, the first's too
+		}
+		timer.Reset(next)
 	}
 }
 

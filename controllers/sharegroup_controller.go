@@ -305,7 +305,7 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 		if p.controller != "" && p.controller != sg.UID {
 			continue // another ShareGroup with the same group id holds it
 		}
-		if p.name != sharestatev1.SharePartitionStateName(string(sg.Spec.GroupID), string(p.topicID), p.partition) {
+		if p.misnamed {
 			misnamed = append(misnamed, p.name)
 			continue
 		}

@@ -22,7 +22,7 @@ func TestSummaryOfAPartition(t *testing.T) {
 			StateBatches: []sharestatev1.StateBatch{"10-14/0/1", "15/2/1", "16-17/3/1"}, CreateTime: &now,
 			Leader: &sharestatev1.LeaderRef{BrokerID: 1, PodName: "kafka-0", PodUID: "u", LeaderEpoch: 3, Since: now}},
 	}
-	want := partitionSummary{name: "p", topicID: "q1Sh0o2QRbuBzMz8vEMbvQ", partition: 7, stateEpoch: 2, initialized: true,
+	want := partitionSummary{name: "p", misnamed: true, topicID: "q1Sh0o2QRbuBzMz8vEMbvQ", partition: 7, stateEpoch: 2, initialized: true,
 		withLeader: true, inFlight: 7, deliveryComplete: 4, controller: "group-uid", groupLabel: "g", topicNamed: true}
 	if got := summaryOf(full); got != want {
 		t.Fatalf("summary %+v, want %+v", got, want)
@@ -41,7 +41,8 @@ func TestSummaryOfAPartition(t *testing.T) {
 		t.Fatalf("corrupt batches count %d in flight, want 0", got.inFlight)
 	}
 	bare := &sharestatev1.SharePartitionState{}
-	if got := summaryOf(bare); got != (partitionSummary{}) {
+	bare.Name = sharestatev1.SharePartitionStateName("", "", 0)
+	if got := summaryOf(bare); got != (partitionSummary{name: bare.Name}) {
 		t.Fatalf("an empty partition's summary %+v", got)
 	}
 }
