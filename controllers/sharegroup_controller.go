@@ -204,7 +204,25 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if phaseErr != nil {
 		return ctrl.Result{}, phaseErr
 	}
-	return ctrl.Result{RequeueAfter: r.nextTotalsRefresh(sg.UID)}, nil
+	return ctrl.Result{RequeueAfter: r.nextPass(sg)}, nil
+}
+
+// A group being created passes every newGroupPoll for its first youngGroup, listing its partitions
+// each time (beingCreated): nothing else tells the operator, which watches no partition, that the
+// persister has created or initialized one, and the quickstart's and a new consumer group's state
+// should show within seconds. Past that age it passes on its period, as every group does.
+const (
+	newGroupPoll = time.Second
+	youngGroup   = 5 * time.Minute
+)
+
+// nextPass is how long until the group's next pass: newGroupPoll while it is young and being created,
+// else its next refresh of its totals. sg holds the status this pass computed.
+func (r *ShareGroupReconciler) nextPass(sg *sharestatev1.ShareGroup) time.Duration {
+	if beingCreated(sg) && r.Now().Sub(sg.CreationTimestamp.Time) < youngGroup {
+		return newGroupPoll
+	}
+	return r.nextTotalsRefresh(sg.UID)
 }
 
 // nextTotalsRefresh is how long until the group's next refresh of its totals: the group's own slot

@@ -142,3 +142,26 @@ func summaries(partitions ...sharestatev1.SharePartitionState) []partitionSummar
 	}
 	return out
 }
+
+// A young group whose partitions are not all there passes every newGroupPoll; a Ready one, or one past
+// youngGroup, on its refresh period.
+func TestNewGroupsPassOften(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	r := &ShareGroupReconciler{TotalsRefresh: 30 * time.Second, Now: func() time.Time { return now }}
+	group := func(age time.Duration, reason string) *sharestatev1.ShareGroup {
+		sg := &sharestatev1.ShareGroup{ObjectMeta: metav1.ObjectMeta{UID: "u", CreationTimestamp: metav1.NewTime(now.Add(-age))}}
+		sg.Status.Conditions = []metav1.Condition{{Type: sharestatev1.ConditionReady, Reason: reason}}
+		return sg
+	}
+	if got := r.nextPass(group(time.Minute, sharestatev1.ReasonNoPartitions)); got != newGroupPoll {
+		t.Errorf("a young group without partitions passes in %v, want %v", got, newGroupPoll)
+	}
+	if got := r.nextPass(group(time.Minute, sharestatev1.ReasonPartitionsNotInitialized)); got != newGroupPoll {
+		t.Errorf("a young group being initialized passes in %v, want %v", got, newGroupPoll)
+	}
+	for _, sg := range []*sharestatev1.ShareGroup{group(time.Minute, sharestatev1.ReasonAllPartitionsReady), group(time.Hour, sharestatev1.ReasonNoPartitions)} {
+		if got := r.nextPass(sg); got < 15*time.Second {
+			t.Errorf("a Ready or old group (%v) passes in %v, want its refresh", sg.Status.Conditions, got)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
@@ -29,13 +30,15 @@ func TestDescribeGroup(t *testing.T) {
 	for part := range int32(3) {
 		b1.initialize(part, 0, 0)
 	}
-	// The operator must have seen partition 0 at leader epoch 0 for the new leader to be an event.
+	// The operator must have seen partition 0 at leader epoch 0 for the new leader to be an event: its
+	// resync looks at every partition, and a pass that started after the initialization has.
 	testenv.Eventually(t, 10*time.Second, func() error {
 		if c := getPartition(t, ns, group, 0).Status.Conditions; !meta.IsStatusConditionTrue(c, sharestatev1.ConditionInitialized) {
 			return fmt.Errorf("partition 0 not reported initialized: %+v", c)
 		}
 		return nil
 	})
+	awaitResyncPasses(t, 2)
 	b1.read(0, 3)
 	b1.mustWrite(0, 0, 3, 6, batch(0, 4, sharestate.DeliveryStateAcknowledged, 1),
 		batch(5, 9, sharestate.DeliveryStateAvailable, 1), batch(10, 10, sharestate.DeliveryStateArchived, 2))
@@ -101,4 +104,30 @@ func eventsPresent(ns string, want map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// awaitResyncPasses waits until the operator's resync has ended n more passes over every partition
+// (its sharestate_operator_partition_resync_duration_seconds count), so that the last of them started
+// after what the caller did before.
+func awaitResyncPasses(t *testing.T, n uint64) {
+	t.Helper()
+	passes := func() uint64 {
+		families, err := ctrlmetrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "sharestate_operator_partition_resync_duration_seconds" && len(f.GetMetric()) > 0 {
+				return f.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		return 0
+	}
+	want := passes() + n
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if got := passes(); got < want {
+			return fmt.Errorf("%d resync passes, want %d", got, want)
+		}
+		return nil
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -104,7 +105,10 @@ func writeKubeconfig(cfg *rest.Config, dir string) (string, error) {
 func startOperator(cfg *rest.Config) (func(), error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	runCtx, cancel := context.WithCancel(context.Background())
-	mgr, err := operator.NewManager(runCtx, cfg, operator.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	// A resync a second: LeaderChanged events and the groups' totals follow the operator's looks at
+	// every partition, which are two minutes apart by default.
+	mgr, err := operator.NewManager(runCtx, cfg, operator.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		PartitionResync: time.Second})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("creating the operator's manager: %w", err)
