@@ -88,21 +88,26 @@ func (b *PartitionBook) record(p *sharestatev1.SharePartitionState) {
 	partitions[p.Name] = summary
 }
 
-// passed ends a pass over every partition: what it did not see is gone, and the book is complete.
-func (b *PartitionBook) passed(seen map[types.NamespacedName]bool) {
+// passed ends a pass over every partition: what it did not see is gone, and the book is complete. It
+// returns the counts of the partitions it then holds.
+func (b *PartitionBook) passed(seen map[types.NamespacedName]bool) partitionCounts {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var counts partitionCounts
 	for key, partitions := range b.groups {
-		for name := range partitions {
+		for name, p := range partitions {
 			if !seen[types.NamespacedName{Namespace: key.namespace, Name: name}] {
 				delete(partitions, name)
+				continue
 			}
+			counts.add(p)
 		}
 		if len(partitions) == 0 {
 			delete(b.groups, key)
 		}
 	}
 	b.complete = true
+	return counts
 }
 
 // partitionsOf returns the group's partitions as last seen, and false until a pass over every

@@ -29,7 +29,9 @@ func TestPartitionBook(t *testing.T) {
 		t.Fatal("recording changed the partition it was given")
 	}
 	seen := map[types.NamespacedName]bool{{Namespace: "ns", Name: "a-0"}: true, {Namespace: "ns2", Name: "a-0"}: true}
-	b.passed(seen)
+	if counts := b.passed(seen); counts.total != 2 {
+		t.Fatalf("the pass counted %d partitions, want the 2 it saw", counts.total)
+	}
 	got, complete := b.partitionsOf("ns", "a")
 	if !complete || len(got) != 1 || got[0].name != "a-0" || got[0].inFlight != 5 {
 		t.Fatalf("ns/a after the pass: %+v (complete %v); want a-0 alone, 5 in flight", got, complete)

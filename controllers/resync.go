@@ -95,7 +95,6 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 		namespaces = []string{""}
 	}
 	seen := map[types.NamespacedName]bool{}
-	var counts partitionCounts
 	for _, ns := range namespaces {
 		err := listPages(ctx, s.r.APIReader, ns, func(page []sharestatev1.SharePartitionState) error {
 			for i := range page {
@@ -106,9 +105,6 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Could not reconcile some partitions")
 			}
-			for i := range page { // as reconciled: a fence or condition written shows at once
-				counts.add(summaryOf(&page[i]))
-			}
 			if gap > 0 && !sleepFor(ctx, gap) {
 				return ctx.Err()
 			}
@@ -118,12 +114,10 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 			return len(seen), fmt.Errorf("listing the partitions: %w", err)
 		}
 	}
-	s.r.counts.set(counts)
-	if s.r.Book != nil {
-		// Each group takes what the pass recorded at its own moment of its refresh period, not all at
-		// the pass's end: their status writes stay spread over the period.
-		s.r.Book.passed(seen)
-	}
+	// The counts are the book's, as reconciled: a fence or condition written in the pass shows at once.
+	// Each group takes what the pass recorded at its own moment of its refresh period, not all at the
+	// pass's end: their status writes stay spread over the period.
+	s.r.counts.set(s.r.Book.passed(seen))
 	// Forget the leader epochs of partitions that are gone (a pass that failed to list returned above).
 	s.r.leaderEpoch.Range(func(key, _ any) bool {
 		if k := key.(types.NamespacedName); !seen[k] {

@@ -61,7 +61,8 @@ type SharePartitionStateReconciler struct {
 	// PartitionChanged, if set, is told of every status this reconciler wrote (a fence, a condition):
 	// the ShareGroup reconciler, which watches no partition, then refreshes the group's status.
 	PartitionChanged func(namespace string, group sharestatev1.GroupID)
-	// Book, if set, records every partition as this reconciler last saw or wrote it.
+	// Book records every partition as this reconciler last saw or wrote it (default: a book of its
+	// own; the operator shares one with the ShareGroup reconciler).
 	Book *PartitionBook
 
 	gone        goneUIDs
@@ -80,6 +81,9 @@ func (r *SharePartitionStateReconciler) SetupWithManager(mgr ctrl.Manager) error
 	}
 	if r.ResyncPeriod <= 0 {
 		r.ResyncPeriod = DefaultResyncPeriod
+	}
+	if r.Book == nil {
+		r.Book = NewPartitionBook()
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("sharepartitionstate").
@@ -242,9 +246,7 @@ func (r *SharePartitionStateReconciler) reconcilePartition(ctx context.Context, 
 		err = r.writeStatus(ctx, obj, verdict)
 		if err == nil {
 			err = r.repairLabel(ctx, obj)
-			if r.Book != nil {
-				r.Book.record(obj)
-			}
+			r.Book.record(obj)
 			return verdict.recheckAfter, err
 		}
 		if !apierrors.IsConflict(err) || attempt == maxFenceAttempts {
