@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -40,7 +41,7 @@ func runSystem(ctx context.Context, cluster *localcluster.Cluster, cfg config) e
 			g.Go(func() error { runStandIn(gctx, cluster, cfg); return nil })
 		}
 	}
-	announce(cluster, cfg)
+	announce(os.Stdout, cluster, cfg)
 	<-gctx.Done()
 	fmt.Println("sharestate: stopping")
 	return g.Wait()
