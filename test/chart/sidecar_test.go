@@ -228,7 +228,23 @@ func TestSidecarExample(t *testing.T) {
 				t.Fatalf("the example's pod runs as %q with %d init containers, want kafka-broker and 1", spec.ServiceAccountName, len(spec.InitContainers))
 			}
 			assertSidecar(t, spec.InitContainers[0], tc.want)
+			assertSaysItIsAFragment(t, pt)
 		})
+	}
+}
+
+// assertSaysItIsAFragment checks that the example says what it is, a fragment to merge into the
+// brokers' pod template, and does not pass for a broker: its broker container is a placeholder of a
+// pinned image (it was an untagged apache/kafka, with nothing to say it was not a working example).
+func assertSaysItIsAFragment(t *testing.T, pt *corev1.PodTemplate) {
+	t.Helper()
+	if d := pt.Annotations["sharestate.dev/description"]; !strings.Contains(d, "fragment") || !strings.Contains(d, "placeholder") {
+		t.Errorf("the example's description %q does not say it is a fragment with a placeholder broker", d)
+	}
+	for _, c := range pt.Template.Spec.Containers {
+		if _, tag, _ := strings.Cut(c.Image, ":"); tag == "" || tag == "latest" {
+			t.Errorf("the example's container %s has image %q, want a pinned tag", c.Name, c.Image)
+		}
 	}
 }
 
