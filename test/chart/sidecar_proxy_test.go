@@ -38,6 +38,21 @@ func TestSidecarProxyMode(t *testing.T) {
 			},
 			wantVolume: "broker-certs",
 		},
+		{
+			// docs/kafka-integration.md, "TLS on the inter-broker listener": the values it gives render
+			// the flags it shows, the server name left for the kubelet to expand from the sidecar's
+			// POD_NAME and POD_NAMESPACE (which assertSidecar checks).
+			name: "TLS upstream verified for each pod's name",
+			values: `sidecar: {proxy: {enabled: true,
+  tls: {volumeName: kafka-tls, upstream: true, upstreamServerName: "$(POD_NAME).kafka-headless.$(POD_NAMESPACE).svc"}}}`,
+			wantArgs: []string{
+				"--proxy-listen-address=:9091", "--proxy-upstream-address=127.0.0.1:19091",
+				"--proxy-tls-cert-file=" + tlsDir + "/tls.crt", "--proxy-tls-key-file=" + tlsDir + "/tls.key",
+				"--proxy-upstream-tls", "--proxy-upstream-tls-ca-file=" + tlsDir + "/ca.crt",
+				"--proxy-upstream-tls-server-name=$(POD_NAME).kafka-headless.$(POD_NAMESPACE).svc",
+			},
+			wantVolume: "kafka-tls",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ms := render(t, "--set", "sidecar.example.enabled=true", "-f", valuesFile(t, tc.values))
