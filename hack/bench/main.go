@@ -48,6 +48,9 @@ func main() {
 	flags.Func("kafka-share-cells", "cells of the kafka family's share part, PARTITIONSxCONSUMERS comma-separated (default 3x1,3x4,100x1,100x4)",
 		func(v string) (err error) { cfg.Kafka.ShareCells, err = bench.ParseShareCells(v); return err })
 	flags.IntVar(&cfg.Kafka.ShareTrials, "kafka-share-trials", 3, "times each share cell of the kafka family is measured per persister (the ratios are of the medians)")
+	flags.Func("kafka-control-plane-cpus", "CPUs, comma-separated, to keep the kafka family's kube-apiserver and etcd on, everything else on the others "+
+		"(a production control plane has machines of its own); default: all share every CPU",
+		func(v string) (err error) { cfg.Kafka.ControlPlaneCPUs, err = bench.ParseCPUList(v); return err })
 	flags.Func("kafka-families", "parts of the kafka family to run, comma-separated (default all): "+strings.Join(bench.KafkaFamilies, ","),
 		func(v string) error { cfg.Kafka.Families = strings.Split(v, ","); return nil })
 	_ = flags.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag

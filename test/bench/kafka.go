@@ -40,6 +40,10 @@ type KafkaConfig struct {
 	// SidecarArgs are added to every sidecar's flags, e.g. --kube-api-qps=0 to take the client-side
 	// rate limit out of a measurement.
 	SidecarArgs []string
+	// ControlPlaneCPUs, when set, keeps kube-apiserver and etcd on these CPUs and everything else
+	// (brokers, sidecars, operator, clients) on the others, as a production control plane runs on
+	// machines of its own; both persisters are measured so.
+	ControlPlaneCPUs []int
 }
 
 // Kafka families, in the order they run.
@@ -103,11 +107,16 @@ func runKafka(ctx context.Context, cfg Config, out, log io.Writer) error {
 			fmt.Fprintln(log, "bench: stopping the control plane:", err)
 		}
 	}()
+	if len(k.cfg.ControlPlaneCPUs) > 0 {
+		if err := pinControlPlane(k.cfg.ControlPlaneCPUs); err != nil {
+			return err
+		}
+	}
 	k.kubeconfig = filepath.Join(work, "kubeconfig")
 	if err := testenv.WriteAdminKubeconfig(env.Config, k.kubeconfig); err != nil {
 		return err
 	}
-	k.report.header(k.cfg.Version)
+	k.report.header(k.cfg.Version, k.cfg.ControlPlaneCPUs)
 	families := []struct {
 		name string
 		run  func(context.Context) error

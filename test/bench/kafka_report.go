@@ -31,8 +31,11 @@ type kafkaCheck struct {
 
 func newKafkaReport(out io.Writer) *kafkaReport { return &kafkaReport{out: out} }
 
-func (r *kafkaReport) header(version string) {
+func (r *kafkaReport) header(version string, controlPlaneCPUs []int) {
 	fmt.Fprintf(r.out, "\n# kafka: against Kafka's own persister, Apache Kafka %s, %s\n", version, time.Now().UTC().Format(time.RFC3339))
+	if len(controlPlaneCPUs) > 0 {
+		fmt.Fprintf(r.out, "# kube-apiserver and etcd on CPUs %v, everything else on CPUs %v\n", controlPlaneCPUs, otherCPUs(controlPlaneCPUs))
+	}
 }
 
 // line prints one measurement: its family, then key=value figures, then the load.
