@@ -318,4 +318,13 @@ func TestHealthAndMetrics(t *testing.T) {
 			t.Fatalf("%s = %q, want %s", sample, got, want)
 		}
 	}
+	// Every status update is timed as the persister sees it, beside the Write that waited for it.
+	expectCode(t, "write", k.write("g", writeOf(1, 0, 0, -1, batch{0, 9, 2, 1})).ErrorCode, nil, errNone)
+	updates := s.metric(t, `sharestate_persister_api_requests_total{outcome="success",verb="update_status"}`)
+	if timed := s.metric(t, "sharestate_persister_status_update_duration_seconds_count"); timed == "" || timed == "0" || timed != updates {
+		t.Fatalf("status updates timed: %q, want the %q made", timed, updates)
+	}
+	if got := s.metric(t, "sharestate_persister_write_duration_seconds_count"); got != "1" {
+		t.Fatalf("Writes timed: %q, want 1", got)
+	}
 }

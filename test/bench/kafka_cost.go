@@ -28,6 +28,10 @@ type costSample struct {
 	// persisterWrite is the persisters' time for a partition's Write (queue, status update, answer),
 	// ours only: the sidecar's request time less this is the wire and the proxy's.
 	persisterWrite requestTime
+	// statusUpdate is the persisters' time for one status update, from encoding the object to
+	// decoding the answer, ours only: a Write's time less this is its wait behind the update in
+	// flight, and this less kube-apiserver's own time is the client's and the connection's.
+	statusUpdate requestTime
 	// conflicts are the persisters' status updates refused as conflicting, gets their reads of an
 	// object (after a conflict, or with none cached), ours only.
 	conflicts, gets float64
@@ -58,6 +62,7 @@ type costDelta struct {
 	statusBytesMean                float64
 	statusPUTMeanMs                float64       // kube-apiserver's own time per status update
 	persisterWriteMeanMs           float64       // the persister's time per partition Write
+	statusUpdateMeanMs             float64       // the persister's time per status update
 	window                         time.Duration // between the two samples
 }
 
@@ -138,6 +143,10 @@ func (c *costSample) readSidecars(s *kafkaSystem) error {
 				c.persisterWrite.seconds += v
 			case series == "sharestate_persister_write_duration_seconds_count":
 				c.persisterWrite.count += v
+			case series == "sharestate_persister_status_update_duration_seconds_sum":
+				c.statusUpdate.seconds += v
+			case series == "sharestate_persister_status_update_duration_seconds_count":
+				c.statusUpdate.count += v
 			case series == "sharestate_persister_conflicts_total":
 				c.conflicts += v
 			case strings.HasPrefix(series, `sharestate_persister_api_requests_total{`) && strings.Contains(series, `verb="get"`):
@@ -241,6 +250,7 @@ func (c costSample) minus(before costSample, records int64) costDelta {
 		statusBytesMean:      math.NaN(),
 		statusPUTMeanMs:      math.NaN(),
 		persisterWriteMeanMs: math.NaN(),
+		statusUpdateMeanMs:   math.NaN(),
 		sidecarRSSMax:        math.NaN(),
 		writeMeanMs:          math.NaN(),
 		writeP99Ms:           math.NaN(),
@@ -260,6 +270,9 @@ func (c costSample) minus(before costSample, records int64) costDelta {
 	}
 	if n := c.persisterWrite.count - before.persisterWrite.count; n > 0 {
 		d.persisterWriteMeanMs = (c.persisterWrite.seconds - before.persisterWrite.seconds) / n * 1000
+	}
+	if n := c.statusUpdate.count - before.statusUpdate.count; n > 0 {
+		d.statusUpdateMeanMs = (c.statusUpdate.seconds - before.statusUpdate.seconds) / n * 1000
 	}
 	if d.writes > 0 {
 		d.writeMeanMs = (c.writeSumMs - before.writeSumMs) / d.writes

@@ -251,6 +251,7 @@ func (k *kafkaRun) reportShareCell(s *kafkaSystem, cell ShareCell, trial int, re
 		"steady_apiserver_cpu_ms_per_status_update", perOne(res.steady.apiserverCPU, res.steady.statusUpdates),
 		"steady_apiserver_status_put_mean_ms", res.steady.statusPUTMeanMs,
 		"steady_persister_write_mean_ms", res.steady.persisterWriteMeanMs,
+		"steady_persister_status_update_mean_ms", res.steady.statusUpdateMeanMs,
 		"steady_conflicts", res.steady.conflicts, "steady_gets", res.steady.gets,
 		"consumer_cpu_s", res.consumerCPU)
 }

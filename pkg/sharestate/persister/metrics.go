@@ -13,6 +13,7 @@ import (
 type persisterMetrics struct {
 	operations      *prometheus.CounterVec
 	writeDuration   prometheus.Histogram
+	updateDuration  prometheus.Histogram
 	apiRequests     *prometheus.CounterVec
 	conflicts       prometheus.Counter
 	writesPerUpdate prometheus.Histogram
@@ -28,6 +29,12 @@ func newPersisterMetrics(reg prometheus.Registerer) (*persisterMetrics, error) {
 		writeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sharestate_persister_write_duration_seconds",
 			Help:    "Time from a partition's Write being queued to its answer.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		updateDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sharestate_persister_status_update_duration_seconds",
+			Help: "Time of one status update as the persister sees it: encoding, the round trip to the " +
+				"API server and decoding the answer. A Write's time less this is its wait behind the update in flight.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -52,6 +59,7 @@ func newPersisterMetrics(reg prometheus.Registerer) (*persisterMetrics, error) {
 	var err error
 	metricsreg.Into(reg, &err, &m.operations)
 	metricsreg.Into(reg, &err, &m.writeDuration)
+	metricsreg.Into(reg, &err, &m.updateDuration)
 	metricsreg.Into(reg, &err, &m.apiRequests)
 	metricsreg.Into(reg, &err, &m.conflicts)
 	metricsreg.Into(reg, &err, &m.writesPerUpdate)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,7 +158,9 @@ func (p *Persister) getObject(ctx context.Context, c client.Reader, key partitio
 func (p *Persister) updateStatus(ctx context.Context, c client.Client, obj *sharestatev1.SharePartitionState) (*sharestatev1.SharePartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	defer cancel()
+	start := time.Now()
 	err := c.Status().Update(ctx, obj)
+	p.metrics.updateDuration.Observe(time.Since(start).Seconds())
 	p.metrics.apiRequest("update_status", err)
 	if err != nil {
 		return nil, err
