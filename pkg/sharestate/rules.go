@@ -128,14 +128,30 @@ func ApplyWrite(stored *State, p WritePartition, known bool, limits Limits) (Sta
 	if p.StartOffset != -1 && p.StartOffset > next.StartOffset {
 		next.StartOffset = p.StartOffset
 	}
-	if p.DeliveryCompleteCount != -1 {
-		next.DeliveryCompleteCount = p.DeliveryCompleteCount
-	}
+	next.DeliveryCompleteCount = deliveryCompleteCount(stored, p)
 	next.Batches = CombineBatches(stored.Batches, p.StateBatches, next.StartOffset)
 	if len(next.Batches) > limits.MaxStoredBatches {
 		return *stored, Fail(ErrInvalidRequest, "the state would hold %d batches, above the maximum of %d", len(next.Batches), limits.MaxStoredBatches)
 	}
 	return next, Outcome{}
+}
+
+// deliveryCompleteCount is the count a Write leaves (semantics §5), decided as Kafka 4.4.0's share
+// coordinator decides it (ShareCoordinatorShard.generateShareStateRecord in
+// kafka-share-coordinator-4.4.0.jar, release commit 1156b2752aaa28ea, read with javap). A count
+// counts from a start offset up: one sent with a start offset below the stored one is stale and
+// ignored; at the stored start offset the count only rises, so neither a late Write nor a v0 Write
+// (which carries -1) lowers it; a Write that moves the start offset up brings the count of the new
+// start, -1 (not known) included.
+func deliveryCompleteCount(stored *State, p WritePartition) int32 {
+	switch {
+	case p.StartOffset == stored.StartOffset:
+		return max(stored.DeliveryCompleteCount, p.DeliveryCompleteCount)
+	case p.StartOffset < stored.StartOffset: // -1 included: it keeps the stored start offset
+		return stored.DeliveryCompleteCount
+	default:
+		return p.DeliveryCompleteCount
+	}
 }
 
 // CheckReadInput is Read's validation that needs no stored state (checks 1–3 of semantics §4).

@@ -86,6 +86,26 @@ func TestApplyWriteOrderAndEffect(t *testing.T) {
 				t.Errorf("got %+v", next)
 			}
 		}},
+		{"a count sent with an older start offset is stale", stored, w(5, 5, 50, 9), true, ErrNone, func(t *testing.T, next State) {
+			if next.StartOffset != 100 || next.DeliveryCompleteCount != 3 {
+				t.Errorf("start %d dcc %d, want 100 and the stored 3", next.StartOffset, next.DeliveryCompleteCount)
+			}
+		}},
+		{"at the stored start offset the count only rises", stored, w(5, 5, 100, 1), true, ErrNone, func(t *testing.T, next State) {
+			if next.DeliveryCompleteCount != 3 {
+				t.Errorf("dcc %d, want the stored 3", next.DeliveryCompleteCount)
+			}
+		}},
+		{"at the stored start offset a higher count is taken", stored, w(5, 5, 100, 7), true, ErrNone, func(t *testing.T, next State) {
+			if next.DeliveryCompleteCount != 7 {
+				t.Errorf("dcc %d, want 7", next.DeliveryCompleteCount)
+			}
+		}},
+		{"a start offset moved up without a count leaves it unknown", stored, w(5, 5, 105, -1), true, ErrNone, func(t *testing.T, next State) {
+			if next.StartOffset != 105 || next.DeliveryCompleteCount != -1 {
+				t.Errorf("start %d dcc %d, want 105 and -1: the stored 3 counted from 100", next.StartOffset, next.DeliveryCompleteCount)
+			}
+		}},
 		{"too many stored batches", stored, w(5, 5, -1, -1, alternating(100, 12)...), true, ErrInvalidRequest, nil},
 	}
 	for _, tt := range tests {
