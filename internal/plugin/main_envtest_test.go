@@ -233,6 +233,10 @@ type broker struct {
 	t       *testing.T
 	p       *persister.Persister
 	groupID string
+	// startOffsets are the start offsets of the partitions' last Reads: a Write sends its
+	// partition's, as a share-partition leader sends the start offset it holds (the stored
+	// delivery-complete count moves only with a Write at or above the stored start offset).
+	startOffsets map[int32]int64
 }
 
 // newBroker returns a persister for groupID standing for the broker in pod (nil: a broker without a pod).
@@ -250,7 +254,7 @@ func newBroker(t *testing.T, ns, groupID string, id int32, pod *corev1.Pod) *bro
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &broker{t: t, p: p, groupID: groupID}
+	return &broker{t: t, p: p, groupID: groupID, startOffsets: map[int32]int64{}}
 }
 
 func request[P any](group string, in P) sharestate.Request[P] {
@@ -272,14 +276,20 @@ func (b *broker) read(partition, leaderEpoch int32) sharestate.ReadResult {
 	if r.ErrorCode != sharestate.ErrNone {
 		b.t.Fatalf("read partition %d: %s: %s", partition, r.ErrorCode, r.ErrorMessage)
 	}
+	b.startOffsets[partition] = r.StartOffset
 	return r
 }
 
-// write writes batches and returns the answer's error code.
+// write writes batches at the start offset of the partition's last Read (-1 without one) and returns
+// the answer's error code.
 func (b *broker) write(partition, stateEpoch, leaderEpoch, deliveryComplete int32, batches ...sharestate.StateBatch) sharestate.ErrorCode {
 	b.t.Helper()
+	start, read := b.startOffsets[partition]
+	if !read {
+		start = -1
+	}
 	res := b.p.Write(ctx, request(b.groupID, sharestate.WritePartition{Partition: partition, StateEpoch: stateEpoch, LeaderEpoch: leaderEpoch,
-		StartOffset: -1, DeliveryCompleteCount: deliveryComplete, StateBatches: batches}))
+		StartOffset: start, DeliveryCompleteCount: deliveryComplete, StateBatches: batches}))
 	return res.Topics[0].Partitions[0].ErrorCode
 }
 
