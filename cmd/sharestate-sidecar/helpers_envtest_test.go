@@ -211,15 +211,32 @@ func (s *sidecar) eventuallyMetric(t testing.TB, sample, want string) {
 	})
 }
 
+// freeAddr returns a loopback address whose port was free a moment ago and that no earlier call in
+// this process returned: the kernel may hand a just-closed port out again, and two flags of one
+// sidecar given the same port make it refuse to start.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenPorts.Lock()
+	defer givenPorts.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		if !givenPorts.addrs[addr] {
+			givenPorts.addrs[addr] = true
+			return addr
+		}
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }
+
+// givenPorts are the addresses freeAddr has returned.
+var givenPorts = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 func dialable(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
