@@ -51,6 +51,11 @@ func pinProcess(pid int, cpus []int) error {
 	for _, cpu := range cpus {
 		set.Set(cpu)
 	}
+	return setAffinity(pid, &set)
+}
+
+// setAffinity sets the affinity of every thread of process pid.
+func setAffinity(pid int, set *unix.CPUSet) error {
 	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
 	if err != nil {
 		return err
@@ -60,40 +65,39 @@ func pinProcess(pid int, cpus []int) error {
 		if err != nil {
 			continue
 		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH { // ESRCH: the thread ended meanwhile
-			return fmt.Errorf("pinning thread %d of process %d to CPUs %v: %w", tid, pid, cpus, err)
+		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH { // ESRCH: the thread ended meanwhile
+			return fmt.Errorf("setting the CPUs of thread %d of process %d: %w", tid, pid, err)
 		}
 	}
 	return nil
 }
 
+// pinSelf keeps this process, and what it starts from now on, on cpus; restore gives it back the
+// CPUs it had, so that what runs after (other scenarios, their control plane) is not pinned too.
+func pinSelf(cpus []int) (restore func() error, err error) {
+	var saved unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &saved); err != nil {
+		return nil, err
+	}
+	if err := pinProcess(os.Getpid(), cpus); err != nil {
+		return nil, err
+	}
+	return func() error { return setAffinity(os.Getpid(), &saved) }, nil
+}
+
 // pinControlPlane puts the control plane (kube-apiserver and etcd, children of this process) on
-// cpus and this process, with everything it starts from now on (brokers, sidecars, operator,
+// cpus and this process, with everything it starts until restore (brokers, sidecars, operator,
 // clients), on the other CPUs: the shape of a production cluster, whose control plane has machines
 // of its own, on one machine.
-func pinControlPlane(cpus []int) error {
+func pinControlPlane(cpus []int) (restore func() error, err error) {
 	pids := append(controlPlanePIDs("kube-apiserver"), controlPlanePIDs("etcd")...)
 	if len(pids) < 2 {
-		return fmt.Errorf("found %d control plane processes among this process's children, want kube-apiserver and etcd", len(pids))
+		return nil, fmt.Errorf("found %d control plane processes among this process's children, want kube-apiserver and etcd", len(pids))
 	}
 	for _, pid := range pids {
 		if err := pinProcess(pid, cpus); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return pinProcess(os.Getpid(), otherCPUs(cpus))
-}
-
-// processCPUs is the CPU list process pid may run on, as the kernel reports it.
-func processCPUs(pid int) (string, error) {
-	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", fmt.Errorf("no Cpus_allowed_list in /proc/%d/status", pid)
+	return pinSelf(otherCPUs(cpus))
 }

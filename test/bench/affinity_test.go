@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -67,4 +70,44 @@ func TestPinProcessPinsItsChildren(t *testing.T) {
 	if got := otherCPUs([]int{1}); len(got) != runtime.NumCPU()-1 || got[0] != 0 {
 		t.Errorf("otherCPUs([1]) = %v", got)
 	}
+}
+
+// TestPinSelfRestores pins this process to CPU 1 and gives it back the CPUs it had: scenarios run
+// after the kafka family must not stay pinned.
+func TestPinSelfRestores(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	before, err := processCPUs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore, err := pinSelf([]int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, _ := processCPUs(os.Getpid())
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if pinned != "1" {
+		t.Errorf("pinned, this process may run on %q, want 1", pinned)
+	}
+	if after, _ := processCPUs(os.Getpid()); after != before {
+		t.Errorf("restored, this process may run on %q, want %q as before", after, before)
+	}
+}
+
+// processCPUs is the CPU list process pid may run on, as the kernel reports it.
+func processCPUs(pid int) (string, error) {
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("no Cpus_allowed_list in /proc/%d/status", pid)
 }

@@ -108,9 +108,15 @@ func runKafka(ctx context.Context, cfg Config, out, log io.Writer) error {
 		}
 	}()
 	if len(k.cfg.ControlPlaneCPUs) > 0 {
-		if err := pinControlPlane(k.cfg.ControlPlaneCPUs); err != nil {
+		restore, err := pinControlPlane(k.cfg.ControlPlaneCPUs)
+		if err != nil {
 			return err
 		}
+		defer func() {
+			if err := restore(); err != nil {
+				fmt.Fprintln(log, "bench: giving the bench back its CPUs:", err)
+			}
+		}()
 	}
 	k.kubeconfig = filepath.Join(work, "kubeconfig")
 	if err := testenv.WriteAdminKubeconfig(env.Config, k.kubeconfig); err != nil {
