@@ -163,7 +163,9 @@ podLogsDir: %[8]s
 		c.pki.path("kubelet-serving.crt"), c.pki.path("kubelet-serving.key"), c.path("kubelet", "pod-logs"))
 }
 
-func (c *Cluster) path(elem ...string) string { return filepath.Join(append([]string{c.Dir}, elem...)...) }
+func (c *Cluster) path(elem ...string) string {
+	return filepath.Join(append([]string{c.Dir}, elem...)...)
+}
 
 func (c *Cluster) logDir() string { return c.path("logs") }
 
