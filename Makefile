@@ -8,6 +8,8 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 HELM ?= $(LOCALBIN)/helm
 TOOLS_MOD := hack/tools/go.mod
 HELM_MOD := hack/tools/helm/go.mod
+IMAGE_BUILD ?= $(LOCALBIN)/image-build
+IMAGES_MOD := hack/tools/images/go.mod
 CHART := charts/sharestate-operator
 
 # The local control plane of `make run` keeps its data here (etcd, kubeconfig, certificates).
@@ -103,6 +105,18 @@ build: ## Build the project's binaries into ./bin.
 IMG_REPO ?= ghcr.io/sharestate
 IMG_TAG ?= v0.1.0
 
+# The images of `make images`: archives in IMAGES_DIR for the host's platform, or, with IMAGE_PUSH=true,
+# an index of IMAGE_PLATFORMS (comma-separated) pushed to IMG_REPO (the release workflow's).
+IMAGES_DIR ?= $(LOCALBIN)/images
+IMAGE_PLATFORMS ?= linux/$(shell go env GOARCH)
+IMAGE_PUSH ?= false
+IMAGES := sharestate-operator=./cmd/sharestate-operator sharestate-sidecar=./cmd/sharestate-sidecar
+
+.PHONY: images
+images: $(IMAGE_BUILD) ## Build the operator and sidecar images without Docker: bin/images/<name>.tar (ctr images import, docker load), IMG_REPO/<name>:IMG_TAG.
+	IMG_REPO=$(IMG_REPO) IMG_TAG=$(IMG_TAG) PLATFORMS=$(IMAGE_PLATFORMS) OUT_DIR=$(IMAGES_DIR) PUSH=$(IMAGE_PUSH) \
+		IMAGE_BUILD=$(IMAGE_BUILD) hack/build-images.sh $(IMAGES)
+
 .PHONY: docker-build
 docker-build: ## Build the operator and sidecar images (needs a Docker engine; none runs on the CI machine).
 	docker build --build-arg BINARY=sharestate-operator -t $(IMG_REPO)/sharestate-operator:$(IMG_TAG) .
@@ -167,6 +181,9 @@ $(CONTROLLER_GEN): $(TOOLS_MOD)
 
 $(GOLANGCI_LINT): $(TOOLS_MOD)
 	go build -modfile=$(TOOLS_MOD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+$(IMAGE_BUILD): $(IMAGES_MOD) $(wildcard hack/tools/images/*.go)
+	cd hack/tools/images && go build -o $@ .
 
 $(HELM): $(HELM_MOD)
 	hack/tools/helm/build.sh $@

@@ -1,0 +1,73 @@
+// Command image-build builds an image of one static binary without a container engine or a
+// registry: the binary at /app on a base like distroless's static:nonroot (the Dockerfile's runtime
+// stage), run as 65532:65532 with /app as its entrypoint. It writes a docker-save archive, which
+// `ctr images import` and `docker load` take, or, with several platforms, pushes an image index.
+//
+//	image-build --binary bin/linux_amd64/app --tag ghcr.io/sharestate/app:v1 --out app.tar
+//	image-build --binary linux/amd64=a --binary linux/arm64=b --tag ghcr.io/sharestate/app:v1 --push
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+type binaries []string
+
+func (b *binaries) String() string     { return strings.Join(*b, ",") }
+func (b *binaries) Set(v string) error { *b = append(*b, v); return nil }
+
+type labels map[string]string
+
+func (l labels) String() string { return fmt.Sprint(map[string]string(l)) }
+func (l labels) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("a label is key=value, not %q", v)
+	}
+	l[k] = val
+	return nil
+}
+
+func main() {
+	var bins binaries
+	lbls := labels{}
+	flag.Var(&bins, "binary", "the static binary: PATH for the host's platform, or OS/ARCH=PATH (repeatable, one per platform)")
+	tag := flag.String("tag", "", "the image's name and tag (required)")
+	out := flag.String("out", "", "write a docker-save archive here (one platform only)")
+	push := flag.Bool("push", false, "push the image (an index of every platform) to the tag's registry, with the credentials of ~/.docker/config.json")
+	flag.Var(lbls, "label", "an OCI label key=value of the image's config (repeatable)")
+	flag.Parse()
+	if err := run(bins, *tag, *out, *push, lbls); err != nil {
+		fmt.Fprintln(os.Stderr, "image-build:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bins binaries, tag, out string, push bool, lbls labels) error {
+	switch {
+	case len(bins) == 0:
+		return fmt.Errorf("--binary is required")
+	case tag == "":
+		return fmt.Errorf("--tag is required")
+	case (out == "") == !push:
+		return fmt.Errorf("give exactly one of --out and --push")
+	case out != "" && len(bins) > 1:
+		return fmt.Errorf("--out writes one platform's image; %d binaries were given", len(bins))
+	}
+	platforms, err := parseBinaries(bins)
+	if err != nil {
+		return err
+	}
+	created := createdTime()
+	if out != "" {
+		img, err := appImage(platforms[0], lbls, created)
+		if err != nil {
+			return err
+		}
+		return writeArchive(img, tag, out)
+	}
+	return pushIndex(platforms, tag, lbls, created)
+}
