@@ -87,6 +87,19 @@ test-kafka: ## Run the system with real Apache Kafka brokers (KAFKA_VERSION), Ka
 	KUBEBUILDER_ASSETS="$$assets" KAFKA_VERSION=$(KAFKA_VERSION) KAFKA_ASSETS="$$kafka" \
 	go test -tags kafka ./test/kafka/... -count=1 -v -timeout 20m $(TEST_FLAGS)
 
+# The images of `make test-cluster`: the operator's and the sidecar's, and the test cluster's pause and
+# stand-in broker, as localhost/sharestate/<name>:dev (none passes for a published image).
+CLUSTER_IMAGES_DIR ?= $(LOCALBIN)/cluster-images
+CLUSTER_IMAGES = $(IMAGES) pause=./test/cluster/pause standin=./test/cluster/standin
+
+.PHONY: test-cluster
+test-cluster: $(IMAGE_BUILD) $(HELM) ## Run the system in pods on a one-node cluster (test/cluster; needs root, containerd, runc, CNI plugins): helm install, the sidecar in a broker pod, fencing as Kubernetes ends pods.
+	IMG_REPO=localhost/sharestate IMG_TAG=dev OUT_DIR=$(CLUSTER_IMAGES_DIR) IMAGE_BUILD=$(IMAGE_BUILD) \
+		hack/build-images.sh $(CLUSTER_IMAGES)
+	assets=$$(hack/envtest-assets.sh); cluster=$$(hack/cluster-assets.sh); \
+	KUBEBUILDER_ASSETS="$$assets" CLUSTER_ASSETS="$$cluster" CLUSTER_IMAGES=$(CLUSTER_IMAGES_DIR) HELM=$(HELM) \
+	go test -tags cluster ./test/cluster/... ./test/incluster/... -count=1 -v -timeout 30m $(TEST_FLAGS)
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
 	go test ./... -count=1 -short $(TEST_FLAGS)

@@ -314,21 +314,22 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 		if err := containerd.exited(); err != nil {
 			return backoffStop(err)
 		}
-		return c.ctr(ctx, "version")
+		return c.Ctr(ctx, "version")
 	}); err != nil {
 		return err
 	}
 	for _, image := range c.opts.Images {
-		if err := c.ctr(ctx, "images", "import", image); err != nil {
+		if err := c.Ctr(ctx, "images", "import", image); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ctr runs containerd's own client against the cluster's containerd, in the namespace of the CRI's
-// containers and images.
-func (c *Cluster) ctr(ctx context.Context, args ...string) error {
+// Ctr runs containerd's own client against the cluster's containerd, in the namespace of the CRI's
+// containers and images: `Ctr(ctx, "tasks", "kill", "--signal", "SIGKILL", id)` kills a container's
+// process the way the kernel's OOM killer or a crash would, and the kubelet restarts it in place.
+func (c *Cluster) Ctr(ctx context.Context, args ...string) error {
 	args = append([]string{"--address", c.containerdAddress(), "--namespace", "k8s.io"}, args...)
 	out, err := exec.CommandContext(ctx, "ctr", args...).CombinedOutput()
 	if err != nil {

@@ -158,9 +158,10 @@ fileCheckFrequency: 5s
 tlsCertFile: %[6]s
 tlsPrivateKeyFile: %[7]s
 rotateCertificates: false
+# The containers' logs stay with the cluster's after Stop, for a failed test to be read.
 podLogsDir: %[8]s
 `, c.containerdAddress(), nodeIP, kubeletPort, c.pki.path("ca.crt"), clusterDomain,
-		c.pki.path("kubelet-serving.crt"), c.pki.path("kubelet-serving.key"), c.path("kubelet", "pod-logs"))
+		c.pki.path("kubelet-serving.crt"), c.pki.path("kubelet-serving.key"), filepath.Join(c.logDir(), "pods"))
 }
 
 func (c *Cluster) path(elem ...string) string {

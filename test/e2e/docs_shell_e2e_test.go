@@ -62,30 +62,11 @@ func copyFile(from, to string) error {
 // docBlock returns the fenced code block that follows the line `<!-- docs-test: name -->` in a page.
 func docBlock(t *testing.T, page, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(page)
+	block, err := testenv.DocBlock(page, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := "<!-- docs-test: " + name + " -->"
-	lines := strings.Split(string(data), "\n")
-	for i, line := range lines {
-		if strings.TrimSpace(line) != marker {
-			continue
-		}
-		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
-			t.Fatalf("%s: %s is not followed by a fenced block", page, marker)
-		}
-		var block []string
-		for _, l := range lines[i+2:] {
-			if strings.HasPrefix(l, "```") {
-				return strings.Join(block, "\n")
-			}
-			block = append(block, l)
-		}
-		t.Fatalf("%s: the block after %s does not end", page, marker)
-	}
-	t.Fatalf("%s has no block marked %s", page, marker)
-	return ""
+	return block
 }
 
 // shell runs blocks in the clone as bash scripts, one after another, carrying the environment each

@@ -1,0 +1,155 @@
+//go:build cluster
+
+package incluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// leaseName is the operator's leader-election Lease (internal/operator).
+const leaseName = "sharestate-operator.sharestate.dev"
+
+// TestSystemInACluster installs and runs the system as the README says, step by step: each step
+// builds on the ones before, as a user's session would.
+func TestSystemInACluster(t *testing.T) {
+	ctx := context.Background()
+	var broker *corev1.Pod
+
+	step(t, "helm install as the README says runs the operator", func(t *testing.T) {
+		sh(t, readmeInstall(t))
+		d := waitForDeployment(t, 1, 3*time.Minute)
+		pods := operatorPods(t)
+		if len(pods) != 1 || pods[0].Spec.ServiceAccountName != operatorName || d.Spec.Template.Spec.ServiceAccountName != operatorName {
+			t.Fatalf("the operator runs as %v, want one pod under the chart's service account %s", pods, operatorName)
+		}
+		checkNoForbidden(t)
+	})
+
+	step(t, "the sidecar in a broker pod serves the stand-in broker", func(t *testing.T) {
+		logBrokerOnFailure(t)
+		sh(t, "kubectl create serviceaccount "+brokerAccount+" -n "+brokerNamespace+"\n"+
+			"kubectl apply -n "+brokerNamespace+" -f config/samples/sharestate_v1alpha1_sharegroup.yaml")
+		if err := cl.Create(ctx, brokerStatefulSet(t)); err != nil {
+			t.Fatal(err)
+		}
+		broker = readyPod(t, brokerNamespace, brokerPod, "", 3*time.Minute)
+		// The sidecar's identity is the pod's, from the downward API: the leader recorded is this pod.
+		eventually(t, 2*time.Minute, "the stand-in's partitions led by "+brokerPod, func() error { return ledBy(t, broker, nil) })
+		checkNoForbidden(t)
+	})
+
+	step(t, "a container killed and restarted in place is not fenced", func(t *testing.T) {
+		for _, container := range []string{"broker", "sharestate-sidecar"} {
+			before := restarts(broker, container)
+			if err := kube.Ctr(ctx, "tasks", "kill", "--signal", "SIGKILL", containerID(broker, container)); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 2*time.Minute, container+" restarted by the kubelet", func() error {
+				p := readyPod(t, brokerNamespace, brokerPod, "", 2*time.Minute)
+				if p.UID != broker.UID {
+					return fmt.Errorf("the pod was replaced (UID %s, was %s)", p.UID, broker.UID)
+				}
+				if restarts(p, container) <= before {
+					return fmt.Errorf("%s has restarted %d times", container, restarts(p, container))
+				}
+				broker = p
+				return nil
+			})
+			writes := writeCounts(t)
+			eventually(t, time.Minute, "writes going on under the same leader", func() error { return ledBy(t, broker, writes) })
+			for _, s := range groupStates(t) {
+				if s.Status.FencedLeader != nil {
+					t.Fatalf("partition %d was fenced (%+v) after the %s container restarted in place", s.Spec.Partition, s.Status.FencedLeader, container)
+				}
+			}
+		}
+	})
+
+	step(t, "kubectl delete pod fences its partitions; the recreated pod leads them", func(t *testing.T) {
+		old := broker
+		sh(t, "kubectl delete pod "+brokerPod+" -n "+brokerNamespace+" --wait=false")
+		eventually(t, 2*time.Minute, "the old pod's partitions fenced", func() error { return fencedFrom(t, string(old.UID)) })
+		broker = readyPod(t, brokerNamespace, brokerPod, string(old.UID), 3*time.Minute)
+		eventually(t, 2*time.Minute, "the new pod leading", func() error { return ledBy(t, broker, nil) })
+	})
+
+	step(t, "kubectl sharestate describes the group", func(t *testing.T) {
+		out := sh(t, "kubectl sharestate describe group "+sampleGroup+" -n "+brokerNamespace)
+		if !strings.Contains(out, brokerPod) {
+			t.Fatalf("describe does not name the leader pod %s:\n%s", brokerPod, out)
+		}
+	})
+
+	step(t, "two replicas: the other takes over when the leader's pod goes", func(t *testing.T) {
+		sh(t, "helm upgrade "+release+" charts/sharestate-operator -n "+releaseNamespace+" --reuse-values --set replicas=2")
+		waitForDeployment(t, 2, 3*time.Minute)
+		holder := leaseHolder(t)
+		// The pod is deleted (SIGTERM, the lease released on the way out), and, while the other
+		// replica takes over, the broker pod is replaced: its fence must still happen.
+		sh(t, "kubectl delete pod "+holder+" -n "+releaseNamespace+" --wait=false")
+		old := broker
+		sh(t, "kubectl delete pod "+brokerPod+" -n "+brokerNamespace+" --wait=false")
+		eventually(t, 15*time.Second, "another replica holding the lease", func() error {
+			if h := leaseHolder(t); h == holder || h == "" {
+				return fmt.Errorf("the lease is held by %q", h)
+			}
+			return nil
+		})
+		eventually(t, 2*time.Minute, "the broker's partitions fenced by the new leader", func() error { return fencedFrom(t, string(old.UID)) })
+		broker = readyPod(t, brokerNamespace, brokerPod, string(old.UID), 3*time.Minute)
+		eventually(t, 2*time.Minute, "the new broker pod leading", func() error { return ledBy(t, broker, nil) })
+		waitForDeployment(t, 2, 3*time.Minute)
+		checkNoForbidden(t)
+	})
+
+	step(t, "helm uninstall keeps the state", func(t *testing.T) {
+		before := len(groupStates(t))
+		sh(t, "helm uninstall "+release+" -n "+releaseNamespace)
+		sh(t, "kubectl get crd sharepartitionstates.sharestate.dev sharegroups.sharestate.dev")
+		if after := len(groupStates(t)); after != before || after == 0 {
+			t.Fatalf("%d partition states after helm uninstall, %d before", after, before)
+		}
+	})
+}
+
+// step runs one step of the session as a subtest: a failed step ends the session, whose later steps
+// build on it.
+func step(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
+	}
+}
+
+// logBrokerOnFailure logs the end of the broker pod's containers' logs when t fails.
+func logBrokerOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := trySh("for c in broker sharestate-sidecar; do echo \"--- $c\"; kubectl logs -n " + brokerNamespace + " " + brokerPod + " -c $c --tail 40; done")
+			t.Logf("the broker pod's logs:\n%s", out)
+		}
+	})
+}
+
+// leaseHolder is the operator replica that holds the leader-election Lease (its identity starts with
+// the pod's name).
+func leaseHolder(t *testing.T) string {
+	t.Helper()
+	var lease coordinationv1.Lease
+	if err := cl.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: leaseName}, &lease); err != nil {
+		return ""
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	name, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	return name
+}
