@@ -56,7 +56,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
-	$(GOLANGCI_LINT) run --build-tags e2e,kafka ./...
+	$(GOLANGCI_LINT) run --build-tags e2e,kafka,cluster ./...
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, chart copies, go.mod) is stale or unformatted.

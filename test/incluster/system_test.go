@@ -46,6 +46,28 @@ func TestSystemInACluster(t *testing.T) {
 		checkNoForbidden(t)
 	})
 
+	var reader, nobody, sidecarMetrics string
+	step(t, "the metrics endpoints as the chart secures them", func(t *testing.T) {
+		reader, nobody = scrapers(t)
+		checkSecured(t, operatorMetricsURL(t), "sharestate_", reader, nobody)
+		sidecarMetrics = fmt.Sprintf("https://%s:%d/metrics", broker.Status.PodIP, 9088)
+		checkSecured(t, sidecarMetrics, "sharestate_sidecar_requests_total", reader, nobody)
+	})
+
+	step(t, "the sidecar serves API keys 83-87 on its pod's loopback", func(t *testing.T) {
+		callEveryOperation(t, portForward(t, brokerNamespace, brokerPod, 9089))
+		_, body, err := scrape(sidecarMetrics, reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, api := range []string{"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+			"DeleteShareGroupState", "ReadShareGroupStateSummary"} {
+			if !strings.Contains(body, `sharestate_sidecar_requests_total{api="`+api+`",error="NONE"}`) {
+				t.Errorf("the sidecar's metrics count no %s answered NONE", api)
+			}
+		}
+	})
+
 	step(t, "a container killed and restarted in place is not fenced", func(t *testing.T) {
 		for _, container := range []string{"broker", "sharestate-sidecar"} {
 			before := restarts(broker, container)
