@@ -468,7 +468,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond func(context.Co
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+			return fmt.Errorf("waiting for %s: %w (last: %w)", what, ctx.Err(), last)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

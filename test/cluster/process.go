@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,7 +52,7 @@ func (c *Cluster) start(name, path string, args ...string) (*process, error) {
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited (%v); the end of its log:\n%s", p.name, p.err, tail(p.log.Name(), 20))
+		return fmt.Errorf("%s exited (%w); the end of its log:\n%s", p.name, p.err, tail(p.log.Name(), 20))
 	default:
 		return nil
 	}
@@ -90,6 +89,3 @@ func tail(path string, n int) string {
 	}
 	return string(data[:end])
 }
-
-// errStopped says the cluster was asked to wait after it had been stopped.
-var errStopped = errors.New("the cluster has stopped")
