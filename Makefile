@@ -98,7 +98,7 @@ test-cluster: $(IMAGE_BUILD) $(HELM) ## Run the system in pods on a one-node clu
 		hack/build-images.sh $(CLUSTER_IMAGES)
 	assets=$$(hack/envtest-assets.sh); cluster=$$(hack/cluster-assets.sh); \
 	KUBEBUILDER_ASSETS="$$assets" CLUSTER_ASSETS="$$cluster" CLUSTER_IMAGES=$(CLUSTER_IMAGES_DIR) HELM=$(HELM) \
-	go test -tags cluster ./test/cluster/... ./test/incluster/... -count=1 -v -timeout 30m $(TEST_FLAGS)
+	go test -tags cluster ./test/images/... ./test/cluster/... ./test/incluster/... -count=1 -v -timeout 30m $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.

@@ -279,7 +279,7 @@ func unescapeMount(s string) string {
 }
 
 // removeIPTables removes kube-proxy's rules with its own --cleanup, then every KUBE- chain left (the
-// kubelet's) and every jump to one, in both address families.
+// kubelet's), every jump to one and every rule of the tests' (ruleComment), in both address families.
 func (r *record) removeIPTables() error {
 	if r.KubeProxy != "" {
 		if out, err := exec.Command(r.KubeProxy, "--cleanup").CombinedOutput(); err != nil {
@@ -301,12 +301,12 @@ func removeKubeChains(family, table string) error {
 	if err != nil {
 		return nil // no such table, or no such command: nothing of ours is there
 	}
-	if !bytes.Contains(saved, []byte("KUBE-")) {
+	if !bytes.Contains(saved, []byte("KUBE-")) && !bytes.Contains(saved, []byte(ruleComment)) {
 		return nil
 	}
 	var kept bytes.Buffer
 	for line := range strings.Lines(string(saved)) {
-		if !strings.Contains(line, "KUBE-") {
+		if !strings.Contains(line, "KUBE-") && !strings.Contains(line, ruleComment) {
 			kept.WriteString(line)
 		}
 	}

@@ -338,6 +338,26 @@ func (c *Cluster) Ctr(ctx context.Context, args ...string) error {
 	return nil
 }
 
+// ruleComment marks the iptables rules a test adds, so that the sweep removes them too.
+const ruleComment = "sharestate-test"
+
+// CutFromAPIServer makes the API server unreachable from the pod of address podIP (its connections
+// refused, as by a network policy or a partition), while the kubelet and everything else still
+// reach it. The returned function mends it; the cluster's Stop does too.
+func (c *Cluster) CutFromAPIServer(podIP string) (mend func() error, err error) {
+	rule := []string{"INPUT", "-s", podIP, "-d", nodeIP, "-p", "tcp", "--dport", strconv.Itoa(apiServerPort),
+		"-m", "comment", "--comment", ruleComment, "-j", "REJECT", "--reject-with", "tcp-reset"}
+	if out, err := exec.Command("iptables", append([]string{"-w", "-I"}, rule...)...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("iptables: %w: %s", err, out)
+	}
+	return func() error {
+		if out, err := exec.Command("iptables", append([]string{"-w", "-D"}, rule...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables: %w: %s", err, out)
+		}
+		return nil
+	}, nil
+}
+
 // kubeletSysctls are the kernel settings the kubelet changes (protectKernelDefaults is off: with it on
 // the kubelet refuses to start on a machine whose values differ). Stop puts back what they were.
 var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops"}

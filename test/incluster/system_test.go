@@ -68,6 +68,36 @@ func TestSystemInACluster(t *testing.T) {
 		}
 	})
 
+	step(t, "the sidecar stays ready while the API server is out of its reach", func(t *testing.T) {
+		logBrokerOnFailure(t)
+		const lost, back = "Kubernetes API server became unreachable", "Kubernetes API server became reachable"
+		lostBefore, backBefore := sidecarLogCount(t, lost), sidecarLogCount(t, back)
+		mend, err := kube.CutFromAPIServer(broker.Status.PodIP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = mend() }()
+		eventually(t, time.Minute, "the sidecar to notice", func() error {
+			return sidecarLogged(lost, lostBefore)
+		})
+		// Three readiness periods (10 s each) with the API server out of reach: the pod stays Ready,
+		// in its Service, as docs/operations.md says.
+		for range 30 {
+			if p := readyPod(t, brokerNamespace, brokerPod, "", time.Second); p.UID != broker.UID {
+				t.Fatal("the pod was replaced")
+			}
+			time.Sleep(time.Second)
+		}
+		if err := mend(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "the sidecar to reach the API server again", func() error {
+			return sidecarLogged(back, backBefore)
+		})
+		writes := writeCounts(t)
+		eventually(t, time.Minute, "writes going on", func() error { return ledBy(t, broker, writes) })
+	})
+
 	step(t, "a container killed and restarted in place is not fenced", func(t *testing.T) {
 		for _, container := range []string{"broker", "sharestate-sidecar"} {
 			before := restarts(broker, container)
@@ -159,6 +189,29 @@ func logBrokerOnFailure(t *testing.T) {
 			t.Logf("the broker pod's logs:\n%s", out)
 		}
 	})
+}
+
+// sidecarLogged returns nil once the broker pod's sidecar has logged msg more than n times since its
+// last start.
+func sidecarLogged(msg string, n int) error {
+	out, err := trySh("kubectl logs -n " + brokerNamespace + " " + brokerPod + " -c sharestate-sidecar")
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	if got := strings.Count(out, msg); got <= n {
+		return fmt.Errorf("the sidecar has logged %q %d times, want more than %d", msg, got, n)
+	}
+	return nil
+}
+
+// sidecarLogCount is how many times the broker pod's sidecar has logged msg since its last start.
+func sidecarLogCount(t *testing.T, msg string) int {
+	t.Helper()
+	out, err := trySh("kubectl logs -n " + brokerNamespace + " " + brokerPod + " -c sharestate-sidecar")
+	if err != nil {
+		t.Fatalf("the sidecar's log: %v: %s", err, out)
+	}
+	return strings.Count(out, msg)
 }
 
 // leaseHolder is the operator replica that holds the leader-election Lease (its identity starts with
