@@ -20,156 +20,188 @@ const leaseName = "sharestate-operator.sharestate.dev"
 // TestSystemInACluster installs and runs the system as the README says, step by step: each step
 // builds on the ones before, as a user's session would.
 func TestSystemInACluster(t *testing.T) {
-	ctx := context.Background()
-	var broker *corev1.Pod
+	var s session
+	for _, st := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"helm install as the README says runs the operator", s.installOperator},
+		{"the sidecar in a broker pod serves the stand-in broker", s.sidecarInBrokerPod},
+		{"the metrics endpoints as the chart secures them", s.metricsSecured},
+		{"the sidecar serves API keys 83-87 on its pod's loopback", s.servesEveryOperation},
+		{"the sidecar stays ready while the API server is out of its reach", s.readyWithoutAPIServer},
+		{"a container killed and restarted in place is not fenced", s.restartInPlaceNotFenced},
+		{"kubectl delete pod fences its partitions; the recreated pod leads them", s.deletePodFences},
+		{"kubectl sharestate describes the group", s.describeGroup},
+		{"two replicas: the other takes over when the leader's pod goes", s.twoReplicasTakeOver},
+		{"helm uninstall keeps the state", s.uninstallKeepsState},
+	} {
+		step(t, st.name, st.run)
+	}
+}
 
-	step(t, "helm install as the README says runs the operator", func(t *testing.T) {
-		sh(t, readmeInstall(t))
-		d := waitForDeployment(t, 1, 3*time.Minute)
-		pods := operatorPods(t)
-		if len(pods) != 1 || pods[0].Spec.ServiceAccountName != operatorName || d.Spec.Template.Spec.ServiceAccountName != operatorName {
-			t.Fatalf("the operator runs as %v, want one pod under the chart's service account %s", pods, operatorName)
+// session is what the steps of TestSystemInACluster hand on to the ones after them.
+type session struct {
+	broker         *corev1.Pod
+	reader, nobody string // ServiceAccount tokens with and without the chart's metrics reader role
+	sidecarMetrics string
+}
+
+// installOperator: helm install as the README says runs the operator.
+func (s *session) installOperator(t *testing.T) {
+	sh(t, readmeInstall(t))
+	d := waitForDeployment(t, 1, 3*time.Minute)
+	pods := operatorPods(t)
+	if len(pods) != 1 || pods[0].Spec.ServiceAccountName != operatorName || d.Spec.Template.Spec.ServiceAccountName != operatorName {
+		t.Fatalf("the operator runs as %v, want one pod under the chart's service account %s", pods, operatorName)
+	}
+	checkNoForbidden(t)
+}
+
+// sidecarInBrokerPod: the sidecar in a broker pod serves the stand-in broker.
+func (s *session) sidecarInBrokerPod(t *testing.T) {
+	logBrokerOnFailure(t)
+	sh(t, "kubectl create serviceaccount "+brokerAccount+" -n "+brokerNamespace+"\n"+
+		"kubectl apply -n "+brokerNamespace+" -f config/samples/sharestate_v1alpha1_sharegroup.yaml")
+	if err := cl.Create(context.Background(), brokerStatefulSet(t)); err != nil {
+		t.Fatal(err)
+	}
+	s.broker = readyPod(t, brokerNamespace, brokerPod, "", 3*time.Minute)
+	// The sidecar's identity is the pod's, from the downward API: the leader recorded is this pod.
+	eventually(t, 2*time.Minute, "the stand-in's partitions led by "+brokerPod, func() error { return ledBy(t, s.broker, nil) })
+	checkNoForbidden(t)
+}
+
+// metricsSecured: the metrics endpoints as the chart secures them.
+func (s *session) metricsSecured(t *testing.T) {
+	s.reader, s.nobody = scrapers(t)
+	checkSecured(t, operatorMetricsURL(t), "sharestate_", s.reader, s.nobody)
+	s.sidecarMetrics = fmt.Sprintf("https://%s:%d/metrics", s.broker.Status.PodIP, 9088)
+	checkSecured(t, s.sidecarMetrics, "sharestate_sidecar_requests_total", s.reader, s.nobody)
+}
+
+// servesEveryOperation: the sidecar serves API keys 83-87 on its pod's loopback.
+func (s *session) servesEveryOperation(t *testing.T) {
+	callEveryOperation(t, portForward(t, brokerNamespace, brokerPod, 9089))
+	_, body, err := scrape(s.sidecarMetrics, s.reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, api := range []string{"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+		"DeleteShareGroupState", "ReadShareGroupStateSummary"} {
+		if !strings.Contains(body, `sharestate_sidecar_requests_total{api="`+api+`",error="NONE"}`) {
+			t.Errorf("the sidecar's metrics count no %s answered NONE", api)
 		}
-		checkNoForbidden(t)
-	})
+	}
+}
 
-	step(t, "the sidecar in a broker pod serves the stand-in broker", func(t *testing.T) {
-		logBrokerOnFailure(t)
-		sh(t, "kubectl create serviceaccount "+brokerAccount+" -n "+brokerNamespace+"\n"+
-			"kubectl apply -n "+brokerNamespace+" -f config/samples/sharestate_v1alpha1_sharegroup.yaml")
-		if err := cl.Create(ctx, brokerStatefulSet(t)); err != nil {
+// readyWithoutAPIServer: the sidecar stays ready while the API server is out of its reach.
+func (s *session) readyWithoutAPIServer(t *testing.T) {
+	logBrokerOnFailure(t)
+	const lost, back = "Kubernetes API server became unreachable", "Kubernetes API server became reachable"
+	lostBefore, backBefore := sidecarLogCount(t, lost), sidecarLogCount(t, back)
+	mend, err := kube.CutFromAPIServer(s.broker.Status.PodIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mend() }()
+	eventually(t, time.Minute, "the sidecar to notice", func() error {
+		return sidecarLogged(lost, lostBefore)
+	})
+	// Three readiness periods (10 s each) with the API server out of reach: the pod stays Ready,
+	// in its Service, as docs/operations.md says.
+	for range 30 {
+		if p := readyPod(t, brokerNamespace, brokerPod, "", time.Second); p.UID != s.broker.UID {
+			t.Fatal("the pod was replaced")
+		}
+		time.Sleep(time.Second)
+	}
+	if err := mend(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the sidecar to reach the API server again", func() error {
+		return sidecarLogged(back, backBefore)
+	})
+	writes := writeCounts(t)
+	eventually(t, time.Minute, "writes going on", func() error { return ledBy(t, s.broker, writes) })
+}
+
+// restartInPlaceNotFenced: a container killed and restarted in place is not fenced.
+func (s *session) restartInPlaceNotFenced(t *testing.T) {
+	for _, container := range []string{"broker", "sharestate-sidecar"} {
+		before := restarts(s.broker, container)
+		if err := kube.Ctr(context.Background(), "tasks", "kill", "--signal", "SIGKILL", containerID(s.broker, container)); err != nil {
 			t.Fatal(err)
 		}
-		broker = readyPod(t, brokerNamespace, brokerPod, "", 3*time.Minute)
-		// The sidecar's identity is the pod's, from the downward API: the leader recorded is this pod.
-		eventually(t, 2*time.Minute, "the stand-in's partitions led by "+brokerPod, func() error { return ledBy(t, broker, nil) })
-		checkNoForbidden(t)
-	})
-
-	var reader, nobody, sidecarMetrics string
-	step(t, "the metrics endpoints as the chart secures them", func(t *testing.T) {
-		reader, nobody = scrapers(t)
-		checkSecured(t, operatorMetricsURL(t), "sharestate_", reader, nobody)
-		sidecarMetrics = fmt.Sprintf("https://%s:%d/metrics", broker.Status.PodIP, 9088)
-		checkSecured(t, sidecarMetrics, "sharestate_sidecar_requests_total", reader, nobody)
-	})
-
-	step(t, "the sidecar serves API keys 83-87 on its pod's loopback", func(t *testing.T) {
-		callEveryOperation(t, portForward(t, brokerNamespace, brokerPod, 9089))
-		_, body, err := scrape(sidecarMetrics, reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, api := range []string{"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
-			"DeleteShareGroupState", "ReadShareGroupStateSummary"} {
-			if !strings.Contains(body, `sharestate_sidecar_requests_total{api="`+api+`",error="NONE"}`) {
-				t.Errorf("the sidecar's metrics count no %s answered NONE", api)
+		eventually(t, 2*time.Minute, container+" restarted by the kubelet", func() error {
+			p := readyPod(t, brokerNamespace, brokerPod, "", 2*time.Minute)
+			if p.UID != s.broker.UID {
+				return fmt.Errorf("the pod was replaced (UID %s, was %s)", p.UID, s.broker.UID)
 			}
-		}
-	})
-
-	step(t, "the sidecar stays ready while the API server is out of its reach", func(t *testing.T) {
-		logBrokerOnFailure(t)
-		const lost, back = "Kubernetes API server became unreachable", "Kubernetes API server became reachable"
-		lostBefore, backBefore := sidecarLogCount(t, lost), sidecarLogCount(t, back)
-		mend, err := kube.CutFromAPIServer(broker.Status.PodIP)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = mend() }()
-		eventually(t, time.Minute, "the sidecar to notice", func() error {
-			return sidecarLogged(lost, lostBefore)
-		})
-		// Three readiness periods (10 s each) with the API server out of reach: the pod stays Ready,
-		// in its Service, as docs/operations.md says.
-		for range 30 {
-			if p := readyPod(t, brokerNamespace, brokerPod, "", time.Second); p.UID != broker.UID {
-				t.Fatal("the pod was replaced")
+			if restarts(p, container) <= before {
+				return fmt.Errorf("%s has restarted %d times", container, restarts(p, container))
 			}
-			time.Sleep(time.Second)
-		}
-		if err := mend(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, time.Minute, "the sidecar to reach the API server again", func() error {
-			return sidecarLogged(back, backBefore)
-		})
-		writes := writeCounts(t)
-		eventually(t, time.Minute, "writes going on", func() error { return ledBy(t, broker, writes) })
-	})
-
-	step(t, "a container killed and restarted in place is not fenced", func(t *testing.T) {
-		for _, container := range []string{"broker", "sharestate-sidecar"} {
-			before := restarts(broker, container)
-			if err := kube.Ctr(ctx, "tasks", "kill", "--signal", "SIGKILL", containerID(broker, container)); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, 2*time.Minute, container+" restarted by the kubelet", func() error {
-				p := readyPod(t, brokerNamespace, brokerPod, "", 2*time.Minute)
-				if p.UID != broker.UID {
-					return fmt.Errorf("the pod was replaced (UID %s, was %s)", p.UID, broker.UID)
-				}
-				if restarts(p, container) <= before {
-					return fmt.Errorf("%s has restarted %d times", container, restarts(p, container))
-				}
-				broker = p
-				return nil
-			})
-			writes := writeCounts(t)
-			eventually(t, time.Minute, "writes going on under the same leader", func() error { return ledBy(t, broker, writes) })
-			for _, s := range groupStates(t) {
-				if s.Status.FencedLeader != nil {
-					t.Fatalf("partition %d was fenced (%+v) after the %s container restarted in place", s.Spec.Partition, s.Status.FencedLeader, container)
-				}
-			}
-		}
-	})
-
-	step(t, "kubectl delete pod fences its partitions; the recreated pod leads them", func(t *testing.T) {
-		old := broker
-		sh(t, "kubectl delete pod "+brokerPod+" -n "+brokerNamespace+" --wait=false")
-		eventually(t, 2*time.Minute, "the old pod's partitions fenced", func() error { return fencedFrom(t, string(old.UID)) })
-		broker = readyPod(t, brokerNamespace, brokerPod, string(old.UID), 3*time.Minute)
-		eventually(t, 2*time.Minute, "the new pod leading", func() error { return ledBy(t, broker, nil) })
-	})
-
-	step(t, "kubectl sharestate describes the group", func(t *testing.T) {
-		out := sh(t, "kubectl sharestate describe group "+sampleGroup+" -n "+brokerNamespace)
-		if !strings.Contains(out, brokerPod) {
-			t.Fatalf("describe does not name the leader pod %s:\n%s", brokerPod, out)
-		}
-	})
-
-	step(t, "two replicas: the other takes over when the leader's pod goes", func(t *testing.T) {
-		sh(t, "helm upgrade "+release+" charts/sharestate-operator -n "+releaseNamespace+" --reuse-values --set replicas=2")
-		waitForDeployment(t, 2, 3*time.Minute)
-		holder := leaseHolder(t)
-		// The pod is deleted (SIGTERM, the lease released on the way out), and, while the other
-		// replica takes over, the broker pod is replaced: its fence must still happen.
-		sh(t, "kubectl delete pod "+holder+" -n "+releaseNamespace+" --wait=false")
-		old := broker
-		sh(t, "kubectl delete pod "+brokerPod+" -n "+brokerNamespace+" --wait=false")
-		eventually(t, 15*time.Second, "another replica holding the lease", func() error {
-			if h := leaseHolder(t); h == holder || h == "" {
-				return fmt.Errorf("the lease is held by %q", h)
-			}
+			s.broker = p
 			return nil
 		})
-		eventually(t, 2*time.Minute, "the broker's partitions fenced by the new leader", func() error { return fencedFrom(t, string(old.UID)) })
-		broker = readyPod(t, brokerNamespace, brokerPod, string(old.UID), 3*time.Minute)
-		eventually(t, 2*time.Minute, "the new broker pod leading", func() error { return ledBy(t, broker, nil) })
-		waitForDeployment(t, 2, 3*time.Minute)
-		checkNoForbidden(t)
-	})
-
-	step(t, "helm uninstall keeps the state", func(t *testing.T) {
-		before := len(groupStates(t))
-		sh(t, "helm uninstall "+release+" -n "+releaseNamespace)
-		sh(t, "kubectl get crd sharepartitionstates.sharestate.dev sharegroups.sharestate.dev")
-		if after := len(groupStates(t)); after != before || after == 0 {
-			t.Fatalf("%d partition states after helm uninstall, %d before", after, before)
+		writes := writeCounts(t)
+		eventually(t, time.Minute, "writes going on under the same leader", func() error { return ledBy(t, s.broker, writes) })
+		for _, s := range groupStates(t) {
+			if s.Status.FencedLeader != nil {
+				t.Fatalf("partition %d was fenced (%+v) after the %s container restarted in place", s.Spec.Partition, s.Status.FencedLeader, container)
+			}
 		}
+	}
+}
+
+// deletePodFences: kubectl delete pod fences its partitions; the recreated pod leads them.
+func (s *session) deletePodFences(t *testing.T) {
+	old := s.broker
+	sh(t, "kubectl delete pod "+brokerPod+" -n "+brokerNamespace+" --wait=false")
+	eventually(t, 2*time.Minute, "the old pod's partitions fenced", func() error { return fencedFrom(t, string(old.UID)) })
+	s.broker = readyPod(t, brokerNamespace, brokerPod, string(old.UID), 3*time.Minute)
+	eventually(t, 2*time.Minute, "the new pod leading", func() error { return ledBy(t, s.broker, nil) })
+}
+
+// describeGroup: kubectl sharestate describes the group.
+func (s *session) describeGroup(t *testing.T) {
+	out := sh(t, "kubectl sharestate describe group "+sampleGroup+" -n "+brokerNamespace)
+	if !strings.Contains(out, brokerPod) {
+		t.Fatalf("describe does not name the leader pod %s:\n%s", brokerPod, out)
+	}
+}
+
+// twoReplicasTakeOver: two replicas: the other takes over when the leader's pod goes.
+func (s *session) twoReplicasTakeOver(t *testing.T) {
+	sh(t, "helm upgrade "+release+" charts/sharestate-operator -n "+releaseNamespace+" --reuse-values --set replicas=2")
+	waitForDeployment(t, 2, 3*time.Minute)
+	holder := leaseHolder(t)
+	// The pod is deleted (SIGTERM, the lease released on the way out), and, while the other
+	// replica takes over, the broker pod is replaced: its fence must still happen.
+	sh(t, "kubectl delete pod "+holder+" -n "+releaseNamespace+" --wait=false")
+	old := s.broker
+	sh(t, "kubectl delete pod "+brokerPod+" -n "+brokerNamespace+" --wait=false")
+	eventually(t, 15*time.Second, "another replica holding the lease", func() error {
+		if h := leaseHolder(t); h == holder || h == "" {
+			return fmt.Errorf("the lease is held by %q", h)
+		}
+		return nil
 	})
+	eventually(t, 2*time.Minute, "the broker's partitions fenced by the new leader", func() error { return fencedFrom(t, string(old.UID)) })
+	s.broker = readyPod(t, brokerNamespace, brokerPod, string(old.UID), 3*time.Minute)
+	eventually(t, 2*time.Minute, "the new broker pod leading", func() error { return ledBy(t, s.broker, nil) })
+	waitForDeployment(t, 2, 3*time.Minute)
+	checkNoForbidden(t)
+}
+
+// uninstallKeepsState: helm uninstall keeps the state.
+func (s *session) uninstallKeepsState(t *testing.T) {
+	before := len(groupStates(t))
+	sh(t, "helm uninstall "+release+" -n "+releaseNamespace)
+	sh(t, "kubectl get crd sharepartitionstates.sharestate.dev sharegroups.sharestate.dev")
+	if after := len(groupStates(t)); after != before || after == 0 {
+		t.Fatalf("%d partition states after helm uninstall, %d before", after, before)
+	}
 }
 
 // step runs one step of the session as a subtest: a failed step ends the session, whose later steps
