@@ -8,7 +8,8 @@
 # Env:   IMG_REPO, IMG_TAG      the images are IMG_REPO/NAME:IMG_TAG
 #        PLATFORMS              comma-separated OS/ARCH (default: the host's)
 #        OUT_DIR                where archives and binaries go (default: bin/images)
-#        PUSH                   true: push instead of writing archives
+#        PUSH                   true: push instead of writing archives, and write each index's
+#                               digest to OUT_DIR/<name>.digest
 #        IMAGE_BUILD            the builder (default: bin/image-build)
 set -euo pipefail
 
@@ -39,7 +40,7 @@ for spec in "$@"; do
     --label "org.opencontainers.image.version=$IMG_TAG"
     --label "org.opencontainers.image.revision=$revision")
   if [[ "$push" == true ]]; then
-    "$builder" "${args[@]}" --push
+    "$builder" "${args[@]}" --push --digest-file "$out_dir/$name.digest"
     echo "pushed $IMG_REPO/$name:$IMG_TAG ($platforms)" >&2
   else
     "$builder" "${args[@]}" --out "$out_dir/$name.tar"

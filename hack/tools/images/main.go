@@ -4,7 +4,7 @@
 // `ctr images import` and `docker load` take, or, with several platforms, pushes an image index.
 //
 //	image-build --binary bin/linux_amd64/app --tag ghcr.io/sharestate/app:v1 --out app.tar
-//	image-build --binary linux/amd64=a --binary linux/arm64=b --tag ghcr.io/sharestate/app:v1 --push
+//	image-build --binary linux/amd64=a --binary linux/arm64=b --tag ghcr.io/sharestate/app:v1 --push --digest-file app.digest
 package main
 
 import (
@@ -38,15 +38,16 @@ func main() {
 	tag := flag.String("tag", "", "the image's name and tag (required)")
 	out := flag.String("out", "", "write a docker-save archive here (one platform only)")
 	push := flag.Bool("push", false, "push the image (an index of every platform) to the tag's registry, with the credentials of ~/.docker/config.json")
+	digestFile := flag.String("digest-file", "", "with --push: write the digests pushed here, for the release's attestations: a line \"index sha256:...\", then one \"OS/ARCH sha256:...\" per platform's image")
 	flag.Var(lbls, "label", "an OCI label key=value of the image's config (repeatable)")
 	flag.Parse()
-	if err := run(bins, *tag, *out, *push, lbls); err != nil {
+	if err := run(bins, *tag, *out, *push, *digestFile, lbls); err != nil {
 		fmt.Fprintln(os.Stderr, "image-build:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bins binaries, tag, out string, push bool, lbls labels) error {
+func run(bins binaries, tag, out string, push bool, digestFile string, lbls labels) error {
 	switch {
 	case len(bins) == 0:
 		return fmt.Errorf("--binary is required")
@@ -54,6 +55,8 @@ func run(bins binaries, tag, out string, push bool, lbls labels) error {
 		return fmt.Errorf("--tag is required")
 	case (out == "") == !push:
 		return fmt.Errorf("give exactly one of --out and --push")
+	case digestFile != "" && !push:
+		return fmt.Errorf("--digest-file needs --push")
 	case out != "" && len(bins) > 1:
 		return fmt.Errorf("--out writes one platform's image; %d binaries were given", len(bins))
 	}
@@ -69,5 +72,9 @@ func run(bins binaries, tag, out string, push bool, lbls labels) error {
 		}
 		return writeArchive(img, tag, out)
 	}
-	return pushIndex(platforms, tag, lbls, created)
+	digests, err := pushIndex(platforms, tag, lbls, created)
+	if err != nil || digestFile == "" {
+		return err
+	}
+	return os.WriteFile(digestFile, []byte(digests), 0o644)
 }
