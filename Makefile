@@ -10,6 +10,9 @@ TOOLS_MOD := hack/tools/go.mod
 HELM_MOD := hack/tools/helm/go.mod
 IMAGE_BUILD ?= $(LOCALBIN)/image-build
 IMAGES_MOD := hack/tools/images/go.mod
+ACTIONLINT ?= $(LOCALBIN)/actionlint
+SBOM_TOOL ?= $(LOCALBIN)/cyclonedx-gomod
+RELEASE_MOD := hack/tools/release/go.mod
 CHART := charts/sharestate-operator
 
 # The local control plane of `make run` keeps its data here (etcd, kubeconfig, certificates).
@@ -55,8 +58,13 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
+lint: $(GOLANGCI_LINT) lint-workflows release-check ## Run golangci-lint (config: .golangci.yml), actionlint on the workflows, and the release's consistency check.
 	$(GOLANGCI_LINT) run --build-tags e2e,kafka,cluster ./...
+	for mod in hack/tools/images hack/tools/release; do (cd $$mod && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
+
+.PHONY: lint-workflows
+lint-workflows: $(ACTIONLINT) ## Check .github/workflows with actionlint.
+	$(ACTIONLINT)
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, chart copies, go.mod) is stale or unformatted.
@@ -92,6 +100,10 @@ test-kafka: ## Run the system with real Apache Kafka brokers (KAFKA_VERSION), Ka
 CLUSTER_IMAGES_DIR ?= $(LOCALBIN)/cluster-images
 CLUSTER_IMAGES = $(IMAGES) pause=./test/cluster/pause standin=./test/cluster/standin
 
+.PHONY: test-release
+test-release: $(HELM) $(IMAGE_BUILD) $(SBOM_TOOL) ## Run the release (hack/release.sh publish) into a local registry and check what it pushed (hack/tools/release).
+	cd hack/tools/release && HELM=$(HELM) IMAGE_BUILD=$(IMAGE_BUILD) SBOM_TOOL=$(SBOM_TOOL) go test . -count=1 -v $(TEST_FLAGS)
+
 .PHONY: test-cluster
 test-cluster: $(IMAGE_BUILD) $(HELM) ## Run the system in pods on a one-node cluster (test/cluster; needs root, containerd, runc, CNI plugins): helm install, the sidecar in a broker pod, fencing as Kubernetes ends pods.
 	IMG_REPO=localhost/sharestate IMG_TAG=dev OUT_DIR=$(CLUSTER_IMAGES_DIR) IMAGE_BUILD=$(IMAGE_BUILD) \
@@ -115,8 +127,9 @@ bench: ## Measure share-state writes (throughput, latency, API requests per writ
 build: ## Build the project's binaries into ./bin.
 	go build -o $(LOCALBIN)/ ./cmd/sharestate-operator ./cmd/sharestate-sidecar ./cmd/kubectl-sharestate ./hack/run-local
 
+# The images' registry and tag: the chart's defaults (values.yaml, appVersion), what a release pushes.
 IMG_REPO ?= ghcr.io/sharestate
-IMG_TAG ?= v0.1.0
+IMG_TAG ?= $(shell sed -n 's/^appVersion: *//p' $(CHART)/Chart.yaml)
 
 # The images of `make images`: archives in IMAGES_DIR for the host's platform, or, with IMAGE_PUSH=true,
 # an index of IMAGE_PLATFORMS (comma-separated) pushed to IMG_REPO (the release workflow's).
@@ -129,6 +142,14 @@ IMAGES := sharestate-operator=./cmd/sharestate-operator sharestate-sidecar=./cmd
 images: $(IMAGE_BUILD) ## Build the operator and sidecar images without Docker: bin/images/<name>.tar (ctr images import, docker load), IMG_REPO/<name>:IMG_TAG.
 	IMG_REPO=$(IMG_REPO) IMG_TAG=$(IMG_TAG) PLATFORMS=$(IMAGE_PLATFORMS) OUT_DIR=$(IMAGES_DIR) PUSH=$(IMAGE_PUSH) \
 		IMAGE_BUILD=$(IMAGE_BUILD) hack/build-images.sh $(IMAGES)
+
+.PHONY: release-check
+release-check: $(HELM) ## Check that the tag (RELEASE_TAG), the chart's version and the images its defaults run agree.
+	HELM=$(HELM) hack/release.sh check
+
+.PHONY: release
+release: $(HELM) $(IMAGE_BUILD) $(SBOM_TOOL) ## Push the images (linux/amd64, arm64), their SBOMs and the chart (the release workflow's step; needs registry credentials).
+	HELM=$(HELM) IMAGE_BUILD=$(IMAGE_BUILD) SBOM_TOOL=$(SBOM_TOOL) hack/release.sh publish
 
 .PHONY: docker-build
 docker-build: ## Build the operator and sidecar images (needs a Docker engine; none runs on the CI machine).
@@ -197,6 +218,12 @@ $(GOLANGCI_LINT): $(TOOLS_MOD)
 
 $(IMAGE_BUILD): $(IMAGES_MOD) $(wildcard hack/tools/images/*.go)
 	cd hack/tools/images && go build -o $@ .
+
+$(ACTIONLINT): $(RELEASE_MOD)
+	cd hack/tools/release && go build -o $@ github.com/rhysd/actionlint/cmd/actionlint
+
+$(SBOM_TOOL): $(RELEASE_MOD)
+	cd hack/tools/release && go build -o $@ github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
 $(HELM): $(HELM_MOD)
 	hack/tools/helm/build.sh $@
