@@ -5,7 +5,6 @@ package incluster
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // scrapers makes two service accounts and returns a token of each: one bound to the chart's metrics
@@ -38,33 +38,13 @@ func scrapers(t *testing.T) (reader, nobody string) {
 	return token("scraper"), token("nobody")
 }
 
-// scrape GETs an HTTPS /metrics with token (none when empty) and returns the status and body. The
-// endpoints serve self-signed certificates, as the chart's defaults leave them.
-func scrape(url, token string) (int, string, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed, as the chart serves it
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
-
 // checkSecured checks that url answers the reader's token with metrics named prefix, and refuses a
 // request without a token (401) and the token of an account without the role (403).
 func checkSecured(t *testing.T, url, prefix, reader, nobody string) string {
 	t.Helper()
 	var body string
 	eventually(t, time.Minute, "metrics at "+url, func() error {
-		code, b, err := scrape(url, reader)
+		code, b, err := testenv.Scrape(url, reader)
 		if err != nil {
 			return err
 		}
@@ -78,7 +58,7 @@ func checkSecured(t *testing.T, url, prefix, reader, nobody string) string {
 		token string
 		want  int
 	}{{"", http.StatusUnauthorized}, {nobody, http.StatusForbidden}} {
-		if code, _, err := scrape(url, c.token); err != nil || code != c.want {
+		if code, _, err := testenv.Scrape(url, c.token); err != nil || code != c.want {
 			t.Errorf("%s with token %.10q...: %d (%v), want %d", url, c.token, code, err, c.want)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
 // leaseName is the operator's leader-election Lease (internal/operator).
@@ -83,7 +85,7 @@ func (s *session) metricsSecured(t *testing.T) {
 // servesEveryOperation: the sidecar serves API keys 83-87 on its pod's loopback.
 func (s *session) servesEveryOperation(t *testing.T) {
 	callEveryOperation(t, portForward(t, brokerNamespace, brokerPod, 9089))
-	_, body, err := scrape(s.sidecarMetrics, s.reader)
+	_, body, err := testenv.Scrape(s.sidecarMetrics, s.reader)
 	if err != nil {
 		t.Fatal(err)
 	}
