@@ -201,7 +201,12 @@ public final class ShareTool {
                 } catch (WakeupException e) {
                     break;
                 } catch (KafkaException e) {
+                    // The commit's outcome is unknown: every acknowledgement of the poll is a failed one.
                     System.out.println("ERROR commit " + e);
+                    for (String line : lines) {
+                        System.out.println("FAILED " + line + " " + e);
+                    }
+                    System.out.flush();
                     continue;
                 }
                 for (String line : lines) {
