@@ -69,7 +69,9 @@ func TestWaitForSurvivesEndedWatches(t *testing.T) {
 			if _, err := fencebench.WaitFor(ctx, fw, ns, partitions, fenced); err != nil {
 				t.Fatalf("the wait failed: %v", err)
 			}
-			if n := fw.opened.Load(); n < 3 {
+			// The first watch ended before the wait was over, so the wait opened (or tried to open)
+			// another. Not more: a list after a failed opening may see every fence at once.
+			if n := fw.opened.Load(); n < 2 {
 				t.Fatalf("%d watches opened: the test did not end any watch before the wait was over", n)
 			}
 			relists := tc.goneEvent
