@@ -177,8 +177,13 @@ func (r *record) killPods() error {
 }
 
 // cgroupDirs lists the cgroups below CgroupRoot in every v1 controller and the unified hierarchy,
-// deepest first.
+// deepest first; none before the kubelet was recorded, whose CgroupRoot is still empty: the walk
+// would otherwise start at the controllers' roots and take in the machine's own cgroups.
 func (r *record) cgroupDirs() []string {
+	root := filepath.Clean(r.CgroupRoot)
+	if r.CgroupRoot == "" || root == "/" || root == "." || strings.HasPrefix(root, "..") {
+		return nil
+	}
 	var dirs []string
 	roots, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", r.CgroupRoot))
 	for _, root := range roots {
