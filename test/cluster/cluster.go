@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ type Options struct {
 
 // Cluster is a running one-node cluster: every component of Kubernetes' hack/local-up-cluster.sh as
 // a process on this machine (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-// kube-proxy) with containerd and runc running the pods. One runs on a machine at a time: the
+// kube-proxy) with containerd and runc running the pods, and CoreDNS answering the pods' lookups. One runs on a machine at a time: the
 // kubelet's cgroups, kube-proxy's iptables chains and the pod network's bridge are the machine's.
 type Cluster struct {
 	// Dir is the cluster's directory (Options.Dir).
@@ -168,6 +169,7 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 		{"certificates", c.makePKI},
 		{"etcd and kube-apiserver", c.startAPIServer},
 		{"kube-controller-manager and kube-scheduler", c.startControllers},
+		{"the cluster's DNS", c.startDNS},
 		{"containerd and the images", c.startContainerd},
 		{"the kubelet", c.startKubelet},
 		{"kube-proxy", c.startKubeProxy},
@@ -292,6 +294,26 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 		}
 		_, err := c.Clientset.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
+	})
+}
+
+// startDNS starts CoreDNS on the node's address, the kubelet's clusterDNS: the names of Services and
+// of a StatefulSet's pods under their headless Service, from the API server, and nothing else.
+func (c *Cluster) startDNS(ctx context.Context) error {
+	readyPort := freePort()
+	if err := writeFile(c.path("coredns", "Corefile"), c.corefile(readyPort)); err != nil {
+		return err
+	}
+	dns, err := c.start("coredns", filepath.Join(c.opts.NodeAssets, "coredns"), "-conf", c.path("coredns", "Corefile"))
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)
+	return c.waitFor(ctx, "CoreDNS to have read the API server", func(ctx context.Context) error {
+		if err := dns.exited(); err != nil {
+			return backoffStop(err)
+		}
+		return httpOK(ctx, url)
 	})
 }
 
@@ -501,6 +523,23 @@ var (
 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago, and never the same one twice:
 // the kernel may hand a port just closed to the next listener too.
+// httpOK returns nil when url answers 200.
+func httpOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	return nil
+}
+
 func freePort() int {
 	portsMu.Lock()
 	defer portsMu.Unlock()

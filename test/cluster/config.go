@@ -138,7 +138,9 @@ authentication:
 authorization:
   mode: Webhook
 clusterDomain: %[5]s
-# No nameserver of this machine's reaches a pod: nothing a pod looks up goes beyond this machine.
+# The cluster's DNS (startDNS) is a pod's nameserver, and no nameserver of this machine's is:
+# nothing a pod looks up goes beyond this machine.
+clusterDNS: [%[9]s]
 resolvConf: ""
 failSwapOn: false
 # The images were imported, not pulled: none may be collected, whatever the disk.
@@ -161,7 +163,25 @@ rotateCertificates: false
 # The containers' logs stay with the cluster's after Stop, for a failed test to be read.
 podLogsDir: %[8]s
 `, c.containerdAddress(), nodeIP, kubeletPort, c.pki.path("ca.crt"), clusterDomain,
-		c.pki.path("kubelet-serving.crt"), c.pki.path("kubelet-serving.key"), filepath.Join(c.logDir(), "pods"))
+		c.pki.path("kubelet-serving.crt"), c.pki.path("kubelet-serving.key"), filepath.Join(c.logDir(), "pods"), nodeIP)
+}
+
+// corefile is CoreDNS's configuration: cluster.local and the reverse zones from the API server (as the
+// administrator: the harness's own component), on the node's address, port 53. The kubernetes
+// plugin's answers live 5 s (its default TTL), so a pod recreated with a new address is found by its
+// name within seconds, as with kubeadm's CoreDNS. Nothing is forwarded.
+func (c *Cluster) corefile(readyPort int) string {
+	return fmt.Sprintf(`.:53 {
+    bind %[1]s
+    errors
+    ready 127.0.0.1:%[2]d
+    kubernetes %[3]s in-addr.arpa ip6.arpa {
+        kubeconfig %[4]s sharestate-test
+        pods insecure
+    }
+    cache 30
+}
+`, nodeIP, readyPort, clusterDomain, c.Kubeconfig)
 }
 
 func (c *Cluster) path(elem ...string) string {

@@ -1,6 +1,7 @@
 // Package cluster starts a one-node Kubernetes cluster on this machine for the tests that need pods
 // to run: etcd and kube-apiserver (envtest's binaries), kube-controller-manager, kube-scheduler, a
-// kubelet on containerd and runc, and kube-proxy, every component a process, as Kubernetes'
+// kubelet on containerd and runc, kube-proxy, and CoreDNS for the pods' lookups of cluster.local
+// (nothing else resolves), every component a process, as Kubernetes'
 // hack/local-up-cluster.sh runs them. Images are imported into containerd, never pulled: no registry
 // is reachable, and pods name them with imagePullPolicy IfNotPresent or Never.
 //
