@@ -60,7 +60,7 @@ vet: ## Run go vet.
 .PHONY: lint
 lint: $(GOLANGCI_LINT) lint-workflows release-check ## Run golangci-lint (config: .golangci.yml), actionlint on the workflows, and the release's consistency check.
 	$(GOLANGCI_LINT) run --build-tags e2e,kafka,cluster ./...
-	for mod in hack/tools/images hack/tools/release; do (cd $$mod && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
+	for mod in hack/tools/images hack/tools/release hack/tools/coredns; do (cd $$mod && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
 
 .PHONY: lint-workflows
 lint-workflows: $(ACTIONLINT) ## Check .github/workflows with actionlint.
@@ -96,7 +96,8 @@ test-kafka: ## Run the system with real Apache Kafka brokers (KAFKA_VERSION), Ka
 	go test -tags kafka ./test/kafka/... -count=1 -v -timeout 20m $(TEST_FLAGS)
 
 # The images of `make test-cluster`: the operator's and the sidecar's, and the test cluster's pause and
-# stand-in broker, as localhost/sharestate/<name>:dev (none passes for a published image).
+# stand-in broker, as localhost/sharestate/<name>:dev (none passes for a published image); and
+# Kafka's broker and clients, as localhost/sharestate/kafka{,-clients}:$(KAFKA_VERSION) (hack/kafka-image.sh).
 CLUSTER_IMAGES_DIR ?= $(LOCALBIN)/cluster-images
 CLUSTER_IMAGES = $(IMAGES) pause=./test/cluster/pause standin=./test/cluster/standin
 
@@ -105,9 +106,10 @@ test-release: $(HELM) $(IMAGE_BUILD) $(SBOM_TOOL) ## Run the release (hack/relea
 	cd hack/tools/release && HELM=$(HELM) IMAGE_BUILD=$(IMAGE_BUILD) SBOM_TOOL=$(SBOM_TOOL) go test . -count=1 -v $(TEST_FLAGS)
 
 .PHONY: test-cluster
-test-cluster: $(IMAGE_BUILD) $(HELM) ## Run the system in pods on a one-node cluster (test/cluster; needs root, containerd, runc, CNI plugins): helm install, the sidecar in a broker pod, fencing as Kubernetes ends pods.
+test-cluster: $(IMAGE_BUILD) $(HELM) ## Run the system in pods on a one-node cluster (test/cluster; needs root, containerd, runc, CNI plugins, mmdebstrap): helm install, the sidecar in a broker pod, fencing as Kubernetes ends pods, Kafka brokers in pods.
 	IMG_REPO=localhost/sharestate IMG_TAG=dev OUT_DIR=$(CLUSTER_IMAGES_DIR) IMAGE_BUILD=$(IMAGE_BUILD) \
 		hack/build-images.sh $(CLUSTER_IMAGES)
+	IMAGE_BUILD=$(IMAGE_BUILD) KAFKA_VERSION=$(KAFKA_VERSION) hack/kafka-image.sh $(CLUSTER_IMAGES_DIR)
 	assets=$$(hack/envtest-assets.sh); cluster=$$(hack/cluster-assets.sh); \
 	KUBEBUILDER_ASSETS="$$assets" CLUSTER_ASSETS="$$cluster" CLUSTER_IMAGES=$(CLUSTER_IMAGES_DIR) HELM=$(HELM) \
 	go test -tags cluster ./test/images/... ./test/cluster/... ./test/incluster/... -count=1 -v -timeout 30m $(TEST_FLAGS)
@@ -142,6 +144,10 @@ IMAGES := sharestate-operator=./cmd/sharestate-operator sharestate-sidecar=./cmd
 images: $(IMAGE_BUILD) ## Build the operator and sidecar images without Docker: bin/images/<name>.tar (ctr images import, docker load), IMG_REPO/<name>:IMG_TAG.
 	IMG_REPO=$(IMG_REPO) IMG_TAG=$(IMG_TAG) PLATFORMS=$(IMAGE_PLATFORMS) OUT_DIR=$(IMAGES_DIR) PUSH=$(IMAGE_PUSH) \
 		IMAGE_BUILD=$(IMAGE_BUILD) hack/build-images.sh $(IMAGES)
+
+.PHONY: kafka-image
+kafka-image: $(IMAGE_BUILD) ## Build the test cluster's Kafka images (broker, and clients with the tests' ShareTool) from Debian's packages and Maven Central: bin/images/kafka{,-clients}.tar (needs root and mmdebstrap).
+	IMAGE_BUILD=$(IMAGE_BUILD) KAFKA_VERSION=$(KAFKA_VERSION) hack/kafka-image.sh $(IMAGES_DIR)
 
 .PHONY: release-check
 release-check: $(HELM) ## Check that the tag (RELEASE_TAG), the chart's version and the images its defaults run agree.

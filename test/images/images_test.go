@@ -186,3 +186,41 @@ func staticELF(data []byte) error {
 	}
 	return nil
 }
+
+// TestKafkaImageIsLaidOutAsApacheKafkas: the Kafka image of hack/kafka-image.sh is laid out as the
+// apache/kafka image that docs/kafka-integration.md §4 names: Kafka's scripts and jars in /opt/kafka,
+// a writable /var/lib/kafka/data, run as appuser (1000:1000), a JRE and a shell.
+func TestKafkaImageIsLaidOutAsApacheKafkas(t *testing.T) {
+	img := openArchive(t, filepath.Join(os.Getenv("CLUSTER_IMAGES"), "kafka.tar"))
+	if img.config.Config.User != "1000:1000" {
+		t.Errorf("user %q, want apache/kafka's appuser, 1000:1000", img.config.Config.User)
+	}
+	find := func(path string) (file, bool) {
+		if f, ok := img.files[path]; ok {
+			return f, true
+		}
+		f, ok := img.files["./"+path]
+		return f, ok
+	}
+	for _, path := range []string{"opt/kafka/bin/kafka-server-start.sh", "opt/kafka/bin/kafka-storage.sh",
+		"opt/kafka/bin/kafka-share-groups.sh", "opt/kafka/config/log4j2.yaml", "usr/bin/sh", "usr/bin/bash", "usr/bin/java"} {
+		if _, ok := find(path); !ok {
+			t.Errorf("no /%s in the image", path)
+		}
+	}
+	if data, ok := find("var/lib/kafka/data"); !ok || data.hdr.Uid != 1000 || data.hdr.Typeflag != tar.TypeDir {
+		t.Errorf("/var/lib/kafka/data is not appuser's directory")
+	}
+	if passwd, _ := find("etc/passwd"); !strings.Contains(string(passwd.data), "appuser:x:1000:1000:") {
+		t.Errorf("no appuser 1000:1000 in /etc/passwd")
+	}
+	jars := 0
+	for path := range img.files {
+		if strings.Contains(path, "opt/kafka/libs/kafka_2.13-") {
+			jars++
+		}
+	}
+	if jars != 1 {
+		t.Errorf("%d broker jars (kafka_2.13-*.jar) in /opt/kafka/libs, want 1", jars)
+	}
+}
