@@ -36,6 +36,8 @@ func TestSystemInACluster(t *testing.T) {
 		{"kubectl delete pod fences its partitions; the recreated pod leads them", s.deletePodFences},
 		{"kubectl sharestate describes the group", s.describeGroup},
 		{"two replicas: the other takes over when the leader's pod goes", s.twoReplicasTakeOver},
+		{"§4's Kafka StatefulSet runs as written, the sidecars in proxy mode", s.kafkaBrokersRun},
+		{"a share group in a Job accepts 20,000 records once each, its state led by Kafka's leaders", s.kafkaConsumesOnce},
 		{"helm uninstall keeps the state", s.uninstallKeepsState},
 	} {
 		step(t, st.name, st.run)
@@ -47,6 +49,7 @@ type session struct {
 	broker         *corev1.Pod
 	reader, nobody string // ServiceAccount tokens with and without the chart's metrics reader role
 	sidecarMetrics string
+	kafka          map[string]*corev1.Pod // §4's brokers' pods by name
 }
 
 // installOperator: helm install as the README says runs the operator.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,7 +196,12 @@ func (con *Consumer) Outcomes() (outcomes []Outcome, failures []string, err erro
 		return nil, nil, err
 	}
 	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
+	return ParseOutcomes(f, con.Name)
+}
+
+// ParseOutcomes parses what ShareTool's consume printed (its file, or its pod's log), as consumer's.
+func ParseOutcomes(r io.Reader, consumer string) (outcomes []Outcome, failures []string, err error) {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 {
@@ -212,7 +218,7 @@ func (con *Consumer) Outcomes() (outcomes []Outcome, failures []string, err erro
 			if err1 != nil || err2 != nil || err3 != nil {
 				continue
 			}
-			outcomes = append(outcomes, Outcome{Consumer: con.Name, Action: fields[0], Partition: int32(p), Offset: o, DeliveryCount: d})
+			outcomes = append(outcomes, Outcome{Consumer: consumer, Action: fields[0], Partition: int32(p), Offset: o, DeliveryCount: d})
 		case "FAILED":
 			// The acknowledgement's commit failed: its outcome is unknown to the consumer. The broker
 			// may have stored it before failing to answer (a leader killed between its Write and its
@@ -222,7 +228,7 @@ func (con *Consumer) Outcomes() (outcomes []Outcome, failures []string, err erro
 				o, err2 := strconv.ParseInt(fields[3], 10, 64)
 				d, err3 := strconv.Atoi(fields[4])
 				if err1 == nil && err2 == nil && err3 == nil {
-					outcomes = append(outcomes, Outcome{Consumer: con.Name, Action: "FAILED-" + fields[1], Partition: int32(p), Offset: o, DeliveryCount: d})
+					outcomes = append(outcomes, Outcome{Consumer: consumer, Action: "FAILED-" + fields[1], Partition: int32(p), Offset: o, DeliveryCount: d})
 				}
 			}
 			failures = append(failures, sc.Text())
