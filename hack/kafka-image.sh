@@ -28,7 +28,9 @@ cache_root=${KAFKA_IMAGE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sharestate-o
 # are not, since the JRE's postinst registers its alternatives through them.
 suite=bookworm
 packages=openjdk-17-jre-headless,bash,procps
-base_key=$(printf '%s\n' "$suite" "$packages" "appuser 1000" | sha256sum | cut -c1-16)
+# The cache key is everything the root filesystem is made of: the suite, the packages and
+# build_base's own lines (its hooks).
+base_key=$({ printf '%s\n' "$suite" "$packages"; sed -n '/^build_base() {/,/^}/p' "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)
 
 jars=$("$root/hack/kafka-assets.sh")
 version=$(basename "$jars")

@@ -521,8 +521,6 @@ var (
 	given   = map[int]bool{}
 )
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago, and never the same one twice:
-// the kernel may hand a port just closed to the next listener too.
 // httpOK returns nil when url answers 200.
 func httpOK(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -540,6 +538,8 @@ func httpOK(ctx context.Context, url string) error {
 	return nil
 }
 
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago, and never the same one twice:
+// the kernel may hand a port just closed to the next listener too.
 func freePort() int {
 	portsMu.Lock()
 	defer portsMu.Unlock()
