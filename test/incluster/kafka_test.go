@@ -84,7 +84,7 @@ func (s *session) kafkaConsumesOnce(t *testing.T) {
 	shareTool(t, "produce", kafkaBootstrap, kafkaTopic, strconv.Itoa(kafkaRecords))
 	outcomes := consumeInJob(t, "consume-once")
 	checkAcceptedOnce(t, outcomes, kafkaRecords)
-	checkLeadersRecorded(t, s.kafka)
+	checkLeadersRecorded(t, s.kafka, kafkaTopic, kafkaGroup)
 	checkShareGroupStateEmpty(t)
 	checkSidecarsAnswered(t, s.kafka, s.reader)
 	if out := sh(t, "kubectl get events -n kafka --field-selector reason=ProxyBypassed -o name"); strings.TrimSpace(out) != "" {
@@ -182,9 +182,17 @@ func shareTool(t *testing.T, args ...string) string {
 	return sh(t, "kubectl exec -n kafka "+kafkaClient+" -- /opt/kafka/bin/kafka-run-class.sh ShareTool "+strings.Join(args, " "))
 }
 
-// consumeInJob consumes the topic in the share group in a Job of one pod, until no record came for
-// 15 s, and returns what the consumer acknowledged.
+// consumeInJob consumes kafkaTopic in kafkaGroup in a Job of one pod, until no record came for 15 s,
+// and returns what the consumer acknowledged.
 func consumeInJob(t *testing.T, name string) []kafkacluster.Outcome {
+	t.Helper()
+	startConsumerJob(t, name, kafkaTopic, kafkaGroup, 15*time.Second, 0)
+	return jobOutcomes(t, name)
+}
+
+// startConsumerJob starts a Job of one pod that consumes topic in group, holding each poll's records
+// for hold before it acknowledges them, until no record came for idle.
+func startConsumerJob(t *testing.T, name, topic, group string, idle, hold time.Duration) {
 	t.Helper()
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: brokerNamespace},
@@ -193,15 +201,22 @@ func consumeInJob(t *testing.T, name string) []kafkacluster.Outcome {
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{clientContainer(t, "/opt/kafka/bin/kafka-run-class.sh", "ShareTool",
-					"consume", kafkaBootstrap, kafkaTopic, kafkaGroup, "0", "15000")},
+					"consume", kafkaBootstrap, topic, group, "0", strconv.FormatInt(idle.Milliseconds(), 10),
+					strconv.FormatInt(hold.Milliseconds(), 10))},
 			}},
 		},
 	}
 	if err := cl.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// jobOutcomes waits for the consumer Job name to complete and returns what it acknowledged.
+func jobOutcomes(t *testing.T, name string) []kafkacluster.Outcome {
+	t.Helper()
+	job := &batchv1.Job{}
 	eventually(t, 10*time.Minute, "Job "+name+" to complete", func() error {
-		if err := cl.Get(context.Background(), client.ObjectKeyFromObject(job), job); err != nil {
+		if err := cl.Get(context.Background(), client.ObjectKey{Namespace: brokerNamespace, Name: name}, job); err != nil {
 			return err
 		}
 		switch {
@@ -212,17 +227,22 @@ func consumeInJob(t *testing.T, name string) []kafkacluster.Outcome {
 		}
 		return fmt.Errorf("running: %d active", job.Status.Active)
 	})
-	log := sh(t, "kubectl logs -n kafka job/"+name+" | grep -v '^ACCEPTED ' || true")
-	t.Logf("what the consumer printed besides its acceptances:\n%s", log)
-	out, err := trySh("kubectl logs -n kafka job/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outcomes, _, err := kafkacluster.ParseOutcomes(strings.NewReader(out), name)
+	sh(t, "kubectl logs -n kafka job/"+name+" | grep -v '^ACCEPTED ' || true")
+	outcomes, _, err := kafkacluster.ParseOutcomes(strings.NewReader(jobLog(t, name)), name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return outcomes
+}
+
+// jobLog is what the Job's pod printed so far.
+func jobLog(t *testing.T, name string) string {
+	t.Helper()
+	out, err := trySh("kubectl logs -n kafka job/" + name)
+	if err != nil {
+		t.Fatalf("the log of Job %s: %v\n%s", name, err, out)
+	}
+	return out
 }
 
 // checkAcceptedOnce fails t unless each of the records offsets 0.. of every partition, count in all,
@@ -236,7 +256,7 @@ func checkAcceptedOnce(t *testing.T, outcomes []kafkacluster.Outcome, count int)
 		}
 	}
 	ends := endOffsets(t, kafkaTopic)
-	total := 0
+	total := 0 // of kafkaTopic
 	for p, end := range ends {
 		total += int(end)
 		for off := range end {
@@ -272,22 +292,16 @@ func endOffsets(t *testing.T, topic string) map[int32]int64 {
 
 // checkLeadersRecorded fails t unless each partition's SharePartitionState names the broker that
 // leads the partition (Admin describeTopics, through ShareTool), with that broker's pod's name and UID.
-func checkLeadersRecorded(t *testing.T, brokers map[string]*corev1.Pod) {
+func checkLeadersRecorded(t *testing.T, brokers map[string]*corev1.Pod, topic, group string) {
 	t.Helper()
-	leaders := map[int32]int32{}
-	for line := range strings.Lines(shareTool(t, "leaders", kafkaBootstrap, kafkaTopic)) {
-		var p, leader, isr int32
-		if n, _ := fmt.Sscanf(line, "LEADER %d %d ISR %d", &p, &leader, &isr); n == 3 {
-			leaders[p] = leader
-		}
-	}
+	leaders := kafkaLeaders(t, topic)
 	var list sharestatev1.SharePartitionStateList
 	if err := cl.List(context.Background(), &list, client.InNamespace(brokerNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
 	for _, sps := range list.Items {
-		if string(sps.Spec.GroupID) != kafkaGroup {
+		if string(sps.Spec.GroupID) != group {
 			continue
 		}
 		seen++
@@ -305,8 +319,21 @@ func checkLeadersRecorded(t *testing.T, brokers map[string]*corev1.Pod) {
 		}
 	}
 	if seen != kafkaNodes {
-		t.Fatalf("%d SharePartitionStates of group %s, want one per partition (%d)", seen, kafkaGroup, kafkaNodes)
+		t.Fatalf("%d SharePartitionStates of group %s, want one per partition (%d)", seen, group, kafkaNodes)
 	}
+}
+
+// kafkaLeaders is each partition's leader, by Admin describeTopics (through ShareTool).
+func kafkaLeaders(t *testing.T, topic string) map[int32]int32 {
+	t.Helper()
+	leaders := map[int32]int32{}
+	for line := range strings.Lines(shareTool(t, "leaders", kafkaBootstrap, topic)) {
+		var p, leader, isr int32
+		if n, _ := fmt.Sscanf(line, "LEADER %d %d ISR %d", &p, &leader, &isr); n == 3 {
+			leaders[p] = leader
+		}
+	}
+	return leaders
 }
 
 // checkShareGroupStateEmpty fails t unless every partition of __share_group_state is at offset 0:

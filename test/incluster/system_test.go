@@ -38,6 +38,7 @@ func TestSystemInACluster(t *testing.T) {
 		{"two replicas: the other takes over when the leader's pod goes", s.twoReplicasTakeOver},
 		{"§4's Kafka StatefulSet runs as written, the sidecars in proxy mode", s.kafkaBrokersRun},
 		{"a share group in a Job accepts 20,000 records once each, its state led by Kafka's leaders", s.kafkaConsumesOnce},
+		{"kubectl delete pod kafka-1 while consuming: a new leader, no acceptance lost, no live leader fenced", s.kafkaPodDeleted},
 		{"helm uninstall keeps the state", s.uninstallKeepsState},
 	} {
 		step(t, st.name, st.run)
