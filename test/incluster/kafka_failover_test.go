@@ -3,7 +3,6 @@
 package incluster
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/test/kafkacluster"
@@ -29,23 +28,14 @@ func (s *session) kafkaPodDeleted(t *testing.T) {
 	// Each poll's records are held 100 ms before they are acknowledged: the consumer is still at it
 	// when the pod goes.
 	startConsumerJob(t, job, topic, group, 30*time.Second, 100*time.Millisecond)
-	eventually(t, 5*time.Minute, "the consumer to accept 2,000 records", func() error {
-		log, err := trySh("kubectl logs -n kafka job/" + job)
-		if err != nil {
-			return fmt.Errorf("%w: %s", err, log) // not started yet
-		}
-		if n := strings.Count(log, "\nACCEPTED "); n < 2000 {
-			return fmt.Errorf("%d accepted", n)
-		}
-		return nil
-	})
+	waitAccepted(t, job, 2000)
 	old := s.kafka[victim]
 	deleted := time.Now()
 	sh(t, "kubectl delete pod "+victim+" -n "+brokerNamespace+" --wait=false")
 	s.kafka[victim] = readyPod(t, brokerNamespace, victim, string(old.UID), 5*time.Minute)
 	t.Logf("%s was Ready again, a new pod, %.1fs after its deletion", victim, time.Since(deleted).Seconds())
 	checkAcceptanceKept(t, jobOutcomes(t, job), endOffsets(t, topic))
-	checkFencedOnlyFrom(t, group, string(old.UID))
+	checkFencedOnlyFrom(t, group, map[string]bool{string(old.UID): true})
 	checkLeadersRecorded(t, s.kafka, topic, group)
 	checkShareGroupStateEmpty(t)
 }
@@ -107,29 +97,27 @@ func maxAcceptances(byCount map[int]int) int {
 	return m
 }
 
-// checkFencedOnlyFrom fails t when a partition of group is fenced from any leader but the pod of
-// oldUID: the operator fences a pod that is gone, never a live leader. It logs which it fenced.
-func checkFencedOnlyFrom(t *testing.T, group, oldUID string) {
+// checkFencedOnlyFrom fails t when a partition of group is fenced from any leader but the pods of
+// the UIDs gone: the operator fences a pod that is gone, never a live leader. It logs which it fenced.
+func checkFencedOnlyFrom(t *testing.T, group string, gone map[string]bool) {
 	t.Helper()
-	var list sharestatev1.SharePartitionStateList
-	if err := cl.List(context.Background(), &list, client.InNamespace(brokerNamespace)); err != nil {
-		t.Fatal(err)
-	}
 	var fenced []int32
-	for _, sps := range list.Items {
-		if string(sps.Spec.GroupID) != group {
-			continue
-		}
+	for _, sps := range groupPartitionStates(t, group) {
 		f := sps.Status.FencedLeader
 		switch {
-		case f != nil && f.PodUID != oldUID:
+		case f != nil && !gone[f.PodUID]:
 			t.Errorf("partition %d was fenced from %s/%s, a pod that was not deleted", sps.Spec.Partition, f.PodName, f.PodUID)
 		case f != nil:
 			fenced = append(fenced, sps.Spec.Partition)
 		}
-		if apimeta.IsStatusConditionTrue(sps.Status.Conditions, sharestatev1.ConditionFenced) {
+		if c := fencedCondition(&sps); c != nil && c.Status == metav1.ConditionTrue {
 			t.Errorf("partition %d is still fenced: its new leader has not taken it", sps.Spec.Partition)
 		}
 	}
-	t.Logf("partitions fenced from the deleted pod: %v", fenced)
+	t.Logf("partitions fenced from the deleted pods: %v", fenced)
+}
+
+// fencedCondition is the SharePartitionState's Fenced condition, nil when it has none.
+func fencedCondition(sps *sharestatev1.SharePartitionState) *metav1.Condition {
+	return apimeta.FindStatusCondition(sps.Status.Conditions, sharestatev1.ConditionFenced)
 }

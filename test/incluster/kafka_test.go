@@ -40,13 +40,16 @@ const (
 
 // kafkaBootstrap names every broker by its pod's DNS name under the headless Service, as §4's
 // listeners advertise them.
-var kafkaBootstrap = func() string {
+var kafkaBootstrap = bootstrapOf(brokerNamespace)
+
+// bootstrapOf is the bootstrap servers of §4's brokers in namespace ns.
+func bootstrapOf(ns string) string {
 	var names []string
 	for i := range kafkaNodes {
-		names = append(names, fmt.Sprintf("%s-%d.kafka-headless.%s.svc:9092", kafkaSet, i, brokerNamespace))
+		names = append(names, fmt.Sprintf("%s-%d.kafka-headless.%s.svc:9092", kafkaSet, i, ns))
 	}
 	return strings.Join(names, ",")
-}()
+}
 
 // kafkaBrokersRun: §4 applied as written runs three Kafka nodes, each with the sidecar in proxy mode.
 // The stand-in broker goes first: it too serves broker id 0 in namespace kafka, and a broker id
@@ -55,7 +58,7 @@ func (s *session) kafkaBrokersRun(t *testing.T) {
 	logKafkaOnFailure(t)
 	sh(t, "kubectl delete statefulset "+brokerSet+" -n "+brokerNamespace+"\n"+
 		"kubectl wait --for=delete pod/"+brokerPod+" -n "+brokerNamespace+" --timeout=2m")
-	kafkaVolumes(t)
+	kafkaVolumes(t, "kafka-data")
 	// Not in t.TempDir(), whose name holds the step's commas, which kubectl's -f splits at.
 	manifest := filepath.Join(kube.Dir, "kafka.yaml")
 	if err := os.WriteFile(manifest, []byte(kafkaManifest(t)), 0o644); err != nil {
@@ -95,10 +98,10 @@ func (s *session) kafkaConsumesOnce(t *testing.T) {
 // kafkaVolumes makes the PersistentVolumes §4's volumeClaimTemplates claim: the cluster has no
 // provisioner. Each is a directory of the node, owned by the image's user, since a hostPath volume
 // is not given the pod's fsGroup.
-func kafkaVolumes(t *testing.T) {
+func kafkaVolumes(t *testing.T, prefix string) {
 	t.Helper()
 	for i := range kafkaNodes {
-		dir := filepath.Join(kube.Dir, "volumes", fmt.Sprintf("kafka-data-%d", i))
+		dir := filepath.Join(kube.Dir, "volumes", fmt.Sprintf("%s-%d", prefix, i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +109,7 @@ func kafkaVolumes(t *testing.T) {
 			t.Fatal(err)
 		}
 		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kafka-data-%d", i)},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i)},
 			Spec: corev1.PersistentVolumeSpec{
 				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(kafkaDataBytes)},
 				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -194,15 +197,20 @@ func consumeInJob(t *testing.T, name string) []kafkacluster.Outcome {
 // for hold before it acknowledges them, until no record came for idle.
 func startConsumerJob(t *testing.T, name, topic, group string, idle, hold time.Duration) {
 	t.Helper()
+	startJob(t, name, "consume", kafkaBootstrap, topic, group, "0", strconv.FormatInt(idle.Milliseconds(), 10),
+		strconv.FormatInt(hold.Milliseconds(), 10))
+}
+
+// startJob starts a Job of one pod that runs ShareTool with args.
+func startJob(t *testing.T, name string, args ...string) {
+	t.Helper()
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: brokerNamespace},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{clientContainer(t, "/opt/kafka/bin/kafka-run-class.sh", "ShareTool",
-					"consume", kafkaBootstrap, topic, group, "0", strconv.FormatInt(idle.Milliseconds(), 10),
-					strconv.FormatInt(hold.Milliseconds(), 10))},
+				Containers:    []corev1.Container{clientContainer(t, append([]string{"/opt/kafka/bin/kafka-run-class.sh", "ShareTool"}, args...)...)},
 			}},
 		},
 	}
@@ -213,6 +221,19 @@ func startConsumerJob(t *testing.T, name, topic, group string, idle, hold time.D
 
 // jobOutcomes waits for the consumer Job name to complete and returns what it acknowledged.
 func jobOutcomes(t *testing.T, name string) []kafkacluster.Outcome {
+	t.Helper()
+	waitJob(t, name)
+	sh(t, "kubectl logs -n kafka job/"+name+" | grep -v -e '^ACCEPTED ' -e '^FAILED ' || true\n"+
+		"echo \"$(kubectl logs -n kafka job/"+name+" | grep -c '^FAILED ') acknowledgements failed\"")
+	outcomes, _, err := kafkacluster.ParseOutcomes(strings.NewReader(jobLog(t, name)), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outcomes
+}
+
+// waitJob waits for the Job name to complete, fails t if it failed, and returns name.
+func waitJob(t *testing.T, name string) string {
 	t.Helper()
 	job := &batchv1.Job{}
 	eventually(t, 10*time.Minute, "Job "+name+" to complete", func() error {
@@ -227,12 +248,7 @@ func jobOutcomes(t *testing.T, name string) []kafkacluster.Outcome {
 		}
 		return fmt.Errorf("running: %d active", job.Status.Active)
 	})
-	sh(t, "kubectl logs -n kafka job/"+name+" | grep -v '^ACCEPTED ' || true")
-	outcomes, _, err := kafkacluster.ParseOutcomes(strings.NewReader(jobLog(t, name)), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return outcomes
+	return name
 }
 
 // jobLog is what the Job's pod printed so far.
@@ -273,7 +289,13 @@ func checkAcceptedOnce(t *testing.T, outcomes []kafkacluster.Outcome, count int)
 // endOffsets are the topic's partitions' end offsets, as §4's kafka-get-offsets.sh prints them.
 func endOffsets(t *testing.T, topic string) map[int32]int64 {
 	t.Helper()
-	out := sh(t, "kubectl exec -n kafka kafka-0 -c kafka -- /opt/kafka/bin/kafka-get-offsets.sh --bootstrap-server localhost:9092 --topic "+topic)
+	return endOffsetsIn(t, brokerNamespace, topic)
+}
+
+// endOffsetsIn are the end offsets of topic's partitions on §4's brokers in namespace ns.
+func endOffsetsIn(t *testing.T, ns, topic string) map[int32]int64 {
+	t.Helper()
+	out := sh(t, "kubectl exec -n "+ns+" kafka-0 -c kafka -- /opt/kafka/bin/kafka-get-offsets.sh --bootstrap-server localhost:9092 --topic "+topic)
 	ends := map[int32]int64{}
 	for line := range strings.Lines(out) {
 		f := strings.Split(strings.TrimSpace(line), ":")

@@ -39,6 +39,10 @@ func TestSystemInACluster(t *testing.T) {
 		{"§4's Kafka StatefulSet runs as written, the sidecars in proxy mode", s.kafkaBrokersRun},
 		{"a share group in a Job accepts 20,000 records once each, its state led by Kafka's leaders", s.kafkaConsumesOnce},
 		{"kubectl delete pod kafka-1 while consuming: a new leader, no acceptance lost, no live leader fenced", s.kafkaPodDeleted},
+		{"a broker container killed: restarted in place, not fenced, no acceptance lost", s.kafkaBrokerKilled},
+		{"a sidecar killed under acks=all produce: no send fails longer than its restart, the broker stays in its Service", s.kafkaSidecarKilled},
+		{"kubectl rollout restart statefulset/kafka while consuming loses nothing", s.kafkaRolledOut},
+		{"kafka-share-groups.sh from a pod agrees with kubectl sharestate describe", s.kafkaToolsAgree},
 		{"helm uninstall keeps the state", s.uninstallKeepsState},
 	} {
 		step(t, st.name, st.run)

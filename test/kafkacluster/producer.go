@@ -3,6 +3,7 @@ package kafkacluster
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,13 +63,18 @@ type ProduceResult struct {
 
 // Result parses what the producer printed so far.
 func (p *Producer) Result() (ProduceResult, error) {
-	var r ProduceResult
 	f, err := os.Open(p.out)
 	if err != nil {
-		return r, err
+		return ProduceResult{}, err
 	}
 	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
+	return ParseProduceResult(f)
+}
+
+// ParseProduceResult parses what a ShareTool produce-loop printed, wherever it ran.
+func ParseProduceResult(out io.Reader) (ProduceResult, error) {
+	var r ProduceResult
+	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
