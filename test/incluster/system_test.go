@@ -43,6 +43,7 @@ func TestSystemInACluster(t *testing.T) {
 		{"a sidecar killed under acks=all produce: no send fails longer than its restart, the broker stays in its Service", s.kafkaSidecarKilled},
 		{"kubectl rollout restart statefulset/kafka while consuming loses nothing", s.kafkaRolledOut},
 		{"kafka-share-groups.sh from a pod agrees with kubectl sharestate describe", s.kafkaToolsAgree},
+		{"what a pod's end costs, with our persister and with Kafka's own", s.podEndCosts},
 		{"helm uninstall keeps the state", s.uninstallKeepsState},
 	} {
 		step(t, st.name, st.run)
