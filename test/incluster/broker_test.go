@@ -99,19 +99,10 @@ func readyPod(t *testing.T, namespace, name string, notUID string, timeout time.
 	return &pod
 }
 
-// groupStates lists the sample group's partition states.
+// groupStates lists the sample group's partition states, by partition.
 func groupStates(t *testing.T) []sharestatev1.SharePartitionState {
 	t.Helper()
-	var list sharestatev1.SharePartitionStateList
-	if err := cl.List(context.Background(), &list, client.InNamespace(brokerNamespace)); err != nil {
-		t.Fatal(err)
-	}
-	var out []sharestatev1.SharePartitionState
-	for _, s := range list.Items {
-		if string(s.Spec.GroupID) == sampleGroupID {
-			out = append(out, s)
-		}
-	}
+	out := groupPartitionStates(t, sampleGroupID)
 	slices.SortFunc(out, func(a, b sharestatev1.SharePartitionState) int { return int(a.Spec.Partition - b.Spec.Partition) })
 	return out
 }

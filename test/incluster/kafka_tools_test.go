@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sharestate/sharestate-operator/test/kafkacluster"
 )
 
 // kafkaToolsAgree: Kafka's own kafka-share-groups.sh, run from a pod, and `kubectl sharestate
@@ -50,14 +52,6 @@ func (s *session) kafkaToolsAgree(t *testing.T) {
 	})
 }
 
-func stateEpochs(rows map[int32]described) map[int32]int64 {
-	m := map[int32]int64{}
-	for p, r := range rows {
-		m[p] = r.stateEpoch
-	}
-	return m
-}
-
 // shareGroups runs Kafka's kafka-share-groups.sh in the client pod with args.
 func shareGroups(t *testing.T, args string) string {
 	t.Helper()
@@ -69,27 +63,7 @@ func shareGroups(t *testing.T, args string) string {
 func kafkaStartOffsets(t *testing.T, group, topic string) map[int32]int64 {
 	t.Helper()
 	out := shareGroups(t, "--describe --offsets --group "+group)
-	offsets := map[int32]int64{}
-	var header []string
-	for line := range strings.Lines(out) {
-		fields := strings.Fields(line)
-		if len(fields) > 0 && fields[0] == "GROUP" {
-			header = fields
-			continue
-		}
-		if header == nil || len(fields) != len(header) || fields[0] != group {
-			continue
-		}
-		row := map[string]string{}
-		for i, h := range header {
-			row[h] = fields[i]
-		}
-		p, err1 := strconv.ParseInt(row["PARTITION"], 10, 32)
-		o, err2 := strconv.ParseInt(row["START-OFFSET"], 10, 64)
-		if row["TOPIC"] == topic && err1 == nil && err2 == nil {
-			offsets[int32(p)] = o
-		}
-	}
+	offsets := kafkacluster.StartOffsets(out, group)[topic]
 	if len(offsets) != kafkaNodes {
 		t.Fatalf("kafka-share-groups.sh --describe --offsets shows %d partitions of %s, want %d:\n%s", len(offsets), topic, kafkaNodes, out)
 	}
@@ -143,9 +117,18 @@ func describedPartitions(t *testing.T, group string) map[int32]described {
 }
 
 func startOffsets(rows map[int32]described) map[int32]int64 {
+	return column(rows, func(r described) int64 { return r.startOffset })
+}
+
+func stateEpochs(rows map[int32]described) map[int32]int64 {
+	return column(rows, func(r described) int64 { return r.stateEpoch })
+}
+
+// column is one field of each partition's row.
+func column(rows map[int32]described, field func(described) int64) map[int32]int64 {
 	m := map[int32]int64{}
 	for p, r := range rows {
-		m[p] = r.startOffset
+		m[p] = field(r)
 	}
 	return m
 }

@@ -5,7 +5,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,27 +98,7 @@ func describeStartOffsets(t *testing.T, s *system, group string) map[int32]int64
 		t.Fatal(err)
 	}
 	t.Logf("kafka-share-groups.sh --describe --offsets:\n%s", out)
-	offsets := map[int32]int64{}
-	var header []string
-	for line := range strings.Lines(out) {
-		fields := strings.Fields(line)
-		if len(fields) > 0 && fields[0] == "GROUP" {
-			header = fields
-			continue
-		}
-		if header == nil || len(fields) != len(header) || fields[0] != group {
-			continue
-		}
-		row := map[string]string{}
-		for i, h := range header {
-			row[h] = fields[i]
-		}
-		p, err1 := strconv.ParseInt(row["PARTITION"], 10, 32)
-		o, err2 := strconv.ParseInt(row["START-OFFSET"], 10, 64)
-		if err1 == nil && err2 == nil {
-			offsets[int32(p)] = o
-		}
-	}
+	offsets := kafkacluster.StartOffsets(out, group)["orders"]
 	if len(offsets) == 0 {
 		t.Fatalf("no start offsets in kafka-share-groups.sh's output")
 	}
