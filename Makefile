@@ -43,7 +43,7 @@ help: ## Display this help.
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases) and RBAC roles (config/rbac) from the markers.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=sharestate-operator paths="./controllers/..." output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=sharestate-sidecar paths="./pkg/sharestate/..." output:rbac:artifacts:config=config/rbac/sidecar
+	$(CONTROLLER_GEN) rbac:roleName=sharestate-sidecar paths="./pkg/sharestate/..." paths="./internal/sidecar/..." output:rbac:artifacts:config=config/rbac/sidecar
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/prommetrics"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
@@ -294,8 +295,12 @@ func (s *persisterSet) forNamespace(ns string) (*persister.Persister, error) {
 	if p, ok := s.m[ns]; ok {
 		return p, nil
 	}
+	observer, err := prommetrics.NewPersisterObserver(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, err
+	}
 	p, err := persister.New(persister.Options{Client: s.client, Namespace: ns, Identity: persister.Identity{PodName: "sharestate-operator"},
-		Registerer: ctrlmetrics.Registry})
+		Observer: observer})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@
 // the broker beside it in the pod: the framing (size-prefixed frames, request and response headers),
 // per-connection pipelining with responses in request order, the dispatch of API keys 18 and 83–87 to
 // a sharestate.Store, readiness and liveness, and the sidecar's metrics. In proxy mode it also serves
-// kafkawire.Proxy in front of the broker's own listener, on the same persister. Run wires it all
+// serve.Proxy in front of the broker's own listener, on the same persister. Run wires it all
 // together for cmd/sharestate-sidecar.
 //
 // Where the protocol leaves a choice, the server does what a Kafka broker does: an API key or version

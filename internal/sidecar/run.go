@@ -19,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/prommetrics"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 
-	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire/serve"
 )
 
 // Config is what the sidecar process runs with: cmd/sharestate-sidecar's flags.
@@ -37,7 +38,7 @@ type Config struct {
 	ProxyListenAddress   string
 	ProxyUpstreamAddress string
 	// ProxyRequireAuthentication answers keys 83–87 only on connections whose SASL authentication the
-	// upstream accepted (kafkawire.ProxyOptions.RequireAuthentication): for a SASL upstream listener.
+	// upstream accepted (serve.ProxyOptions.RequireAuthentication): for a SASL upstream listener.
 	ProxyRequireAuthentication bool
 	// ProxyTLS is the proxy's TLS towards its clients and towards the upstream.
 	ProxyTLS ProxyTLS
@@ -198,11 +199,15 @@ func newServices(ctx context.Context, restCfg *rest.Config, cfg Config) ([]liste
 	if err != nil {
 		return nil, err
 	}
-	srv, err := kafkawire.NewServer(kafkawire.ServerOptions{
+	serverObserver, err := prommetrics.NewServerObserver(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering the server's metrics: %w", err)
+	}
+	srv, err := serve.NewServer(serve.ServerOptions{
 		Store: store, MaxRequestBytes: cfg.MaxRequestBytes, MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
 		IdleTimeout: cfg.IdleTimeout, RequestTimeout: cfg.RequestTimeout,
 		MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("server"),
-		Registerer: ctrlmetrics.Registry,
+		Observer: serverObserver,
 	})
 	if err != nil {
 		return nil, err
@@ -211,15 +216,20 @@ func newServices(ctx context.Context, restCfg *rest.Config, cfg Config) ([]liste
 	if !cfg.ProxyMode() {
 		return services, nil
 	}
-	proxyService, err := newProxy(ctx, store, cfg)
+	proxyService, err := newProxy(ctx, store, serverObserver, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return append(services, proxyService), nil
 }
 
-// newProxy builds the proxy of proxy mode on store, with its TLS.
-func newProxy(ctx context.Context, store sharestate.Store, cfg Config) (listening, error) {
+// newProxy builds the proxy of proxy mode on store, with its TLS; the requests it answers itself
+// are counted by the server's observer, as the server's own are.
+func newProxy(ctx context.Context, store sharestate.Store, serverObserver serve.ServerObserver, cfg Config) (listening, error) {
+	proxyObserver, err := prommetrics.NewProxyObserver(ctrlmetrics.Registry)
+	if err != nil {
+		return listening{}, fmt.Errorf("registering the proxy's metrics: %w", err)
+	}
 	serverTLS, err := cfg.ProxyTLS.serverConfig(ctx, cfg.Logger.WithName("proxy"))
 	if err != nil {
 		return listening{}, err
@@ -229,13 +239,13 @@ func newProxy(ctx context.Context, store sharestate.Store, cfg Config) (listenin
 	if err != nil {
 		return listening{}, err
 	}
-	proxy, err := kafkawire.NewProxy(kafkawire.ProxyOptions{
+	proxy, err := serve.NewProxy(serve.ProxyOptions{
 		Dial: dial, DialTimeout: dialTimeout,
 		Store: store, Upstream: cfg.ProxyUpstreamAddress, RequireAuthentication: cfg.ProxyRequireAuthentication,
 		MaxRequestBytes:       cfg.MaxRequestBytes,
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes, RequestTimeout: cfg.RequestTimeout,
 		IdleTimeout: cfg.IdleTimeout, MaxInFlightPerConnection: cfg.MaxInFlightPerConnection, Logger: cfg.Logger.WithName("proxy"),
-		Registerer: ctrlmetrics.Registry,
+		Observer: proxyObserver, ServerObserver: serverObserver,
 	})
 	if err != nil {
 		return listening{}, err
@@ -261,12 +271,16 @@ func newStore(restCfg *rest.Config, cfg Config) (*persister.Persister, error) {
 	if err != nil {
 		return nil, err
 	}
+	observer, err := prommetrics.NewPersisterObserver(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering the persister's metrics: %w", err)
+	}
 	return persister.New(persister.Options{
 		Client: writes, BulkClient: bulk, Namespace: cfg.Namespace, Identity: cfg.Identity,
 		// In proxy mode most Reads and Writes come from other brokers (kafkawire names the sender).
 		Senders:          persister.NewPodResolver(writes, cfg.Namespace, persister.DefaultResolveTTL),
 		OperationTimeout: cfg.OperationTimeout, MaxPendingWrites: cfg.MaxPendingWrites, MaxCacheBytes: cfg.MaxCacheBytes,
-		Registerer: ctrlmetrics.Registry, Logger: cfg.Logger.WithName("persister"),
+		Observer: observer, Logger: cfg.Logger.WithName("persister"),
 	})
 }
 

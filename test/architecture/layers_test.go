@@ -19,17 +19,23 @@ const module = "github.com/sharestate/sharestate-operator/"
 var layers = [][]string{
 	{"api/v1alpha1"},
 	{"pkg/sharestate"},
-	{"internal/fanout", "internal/metricsreg"},
-	{"pkg/sharestate/kafkawire", "pkg/sharestate/leader"},
+	{"pkg/sharestate/internal/fanout", "pkg/sharestate/kafkawire", "internal/metricsreg"},
+	{"pkg/sharestate/kafkawire/serve", "pkg/sharestate/leader"},
 	{"pkg/sharestate/persister"},
+	{"internal/prommetrics"},
 	{"controllers", "internal/metricsauth", "internal/kubeconfig"},
 	{"internal/operator", "internal/sidecar", "internal/plugin"},
 	{"cmd/", "hack/", "test/"},
 }
 
-// withoutKubernetes are the packages that must not link client-go, apimachinery or controller-runtime,
-// not even indirectly: a user of the model or of the wire protocol gets neither.
-var withoutKubernetes = []string{"pkg/sharestate", "pkg/sharestate/kafkawire", "pkg/sharestate/leader"}
+// withoutKubernetes are the packages that must not link client-go, apimachinery, controller-runtime
+// or Prometheus, not even indirectly: a user of the model, of the wire protocol or of its server
+// gets none of them. The metrics are the binaries' (internal/prommetrics).
+var withoutKubernetes = []string{"pkg/sharestate", "pkg/sharestate/kafkawire", "pkg/sharestate/kafkawire/serve", "pkg/sharestate/leader"}
+
+// codecOnly is the wire codec and client: it links the model, franz-go's kmsg and the standard
+// library, and not the server, the proxy or a logger.
+const codecOnly = "pkg/sharestate/kafkawire"
 
 type goPackage struct {
 	ImportPath string
@@ -108,9 +114,50 @@ func TestModelAndWireLinkNoKubernetes(t *testing.T) {
 			t.Fatalf("go list -deps %s printed %d packages: the check would check nothing", rel, len(deps))
 		}
 		for _, dep := range deps {
-			if strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, "sigs.k8s.io/") {
+			if strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, "sigs.k8s.io/") || strings.Contains(dep, "prometheus") {
 				t.Errorf("%s links %s", rel, dep)
 			}
+		}
+	}
+}
+
+// The public library imports nothing private of the module (internal/) and none of the test tooling:
+// a user's go get of pkg/... pulls neither.
+func TestLibraryStandsAlone(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../pkg/...").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./pkg/...: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps ./pkg/... printed %d packages: the check would check nothing", len(deps))
+	}
+	for _, dep := range deps {
+		rel, ours := strings.CutPrefix(dep, module)
+		switch {
+		case ours && (strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "test/") || strings.HasPrefix(rel, "hack/")):
+			t.Errorf("the library links %s", rel)
+		case strings.Contains(dep, "porcupine") || strings.Contains(dep, "kfake"):
+			t.Errorf("the library links the test dependency %s", dep)
+		}
+	}
+}
+
+// The wire codec and client link the model, kmsg and the standard library only.
+func TestCodecLinksOnlyKmsg(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../"+codecOnly).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", codecOnly, err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if !strings.Contains(strings.Split(dep, "/")[0], ".") { // the standard library
+			continue
+		}
+		switch dep {
+		case module + "pkg/sharestate", module + codecOnly,
+			"github.com/twmb/franz-go/pkg/kmsg", "github.com/twmb/franz-go/pkg/kmsg/internal/kbin", "github.com/twmb/franz-go/pkg/kbin":
+		default:
+			t.Errorf("%s links %s", codecOnly, dep)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire/serve"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 )
 
@@ -21,13 +22,13 @@ import (
 //
 //   - kafka-proxy-16 against kafka-direct-16, and kafka-proxy-1 against kafka-direct-1: Kafka
 //     traffic (a Produce, then a Fetch of the record produced) by 16 concurrent writers, or one,
-//     through a kafkawire.Proxy to a one-broker kfake cluster that advertises the proxy, against the
+//     through a serve.Proxy to a one-broker kfake cluster that advertises the proxy, against the
 //     same traffic straight to kfake. The proxy's whole cost on the pass-through: with 16 writers
 //     the machine's CPU is the limit, so the throughput shows what the proxy's CPU costs; with one,
 //     the latency it adds to a round trip.
 //   - wire-proxy-64x1 against wire-direct-64x1: share-state Writes (API key 85) over Kafka's protocol
 //     to the proxy, which answers them from the persister, against the same Writes to the sidecar's
-//     direct mode (a kafkawire.Server on the same persister).
+//     direct mode (a serve.Server on the same persister).
 //
 // Their clusters, proxies and servers live until the command exits: a scenario has no teardown, and
 // an idle one costs no CPU.
@@ -209,7 +210,7 @@ func startProxiedKafka(store sharestate.Store) (string, error) {
 		_ = ln.Close()
 		return "", fmt.Errorf("starting kfake: %w", err)
 	}
-	proxy, err := kafkawire.NewProxy(kafkawire.ProxyOptions{Store: store, Upstream: brokerAddr})
+	proxy, err := serve.NewProxy(serve.ProxyOptions{Store: store, Upstream: brokerAddr})
 	if err != nil {
 		_ = ln.Close()
 		return "", err
@@ -218,14 +219,14 @@ func startProxiedKafka(store sharestate.Store) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// startDirectServer starts the sidecar's direct mode, a kafkawire.Server answering from store, and
+// startDirectServer starts the sidecar's direct mode, a serve.Server answering from store, and
 // returns its address.
 func startDirectServer(store sharestate.Store) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	srv, err := kafkawire.NewServer(kafkawire.ServerOptions{Store: store})
+	srv, err := serve.NewServer(serve.ServerOptions{Store: store})
 	if err != nil {
 		_ = ln.Close()
 		return "", err

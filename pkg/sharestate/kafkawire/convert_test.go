@@ -41,12 +41,12 @@ func TestRequestsSurviveTheWire(t *testing.T) {
 		{TopicID: topicA, Partitions: []sharestate.InitializePartition{{Partition: 0, StateEpoch: 3, StartOffset: -1}, {Partition: 9, StateEpoch: 1, StartOffset: 1 << 40}}},
 		{TopicID: topicB, Partitions: []sharestate.InitializePartition{{Partition: 2}}},
 	}}
-	check(t, "initialize", initializeRequestFromKmsg(wire(t, initializeRequestToKmsg(initReq), kmsg.NewPtrInitializeShareGroupStateRequest(), 0)), initReq)
+	check(t, "initialize", initializeRequestFromKmsg(wire(t, InitializeRequestToKmsg(initReq), kmsg.NewPtrInitializeShareGroupStateRequest(), 0)), initReq)
 
 	readReq := sharestate.ReadRequest{GroupID: "grp", Topics: []sharestate.TopicData[sharestate.ReadPartition]{
 		{TopicID: topicA, Partitions: []sharestate.ReadPartition{{Partition: 1, LeaderEpoch: 5}, {Partition: -1, LeaderEpoch: -1}}},
 	}}
-	check(t, "read", readRequestFromKmsg(wire(t, readRequestToKmsg(readReq), kmsg.NewPtrReadShareGroupStateRequest(), 0)), readReq)
+	check(t, "read", readRequestFromKmsg(wire(t, ReadRequestToKmsg(readReq), kmsg.NewPtrReadShareGroupStateRequest(), 0)), readReq)
 
 	writeReq := sharestate.WriteRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.WritePartition]{
 		{TopicID: topicB, Partitions: []sharestate.WritePartition{
@@ -55,9 +55,9 @@ func TestRequestsSurviveTheWire(t *testing.T) {
 			{Partition: 5, StartOffset: -1, DeliveryCompleteCount: -1},
 		}},
 	}}
-	check(t, "write v1", writeRequestFromKmsg(wire(t, writeRequestToKmsg(writeReq), kmsg.NewPtrWriteShareGroupStateRequest(), 1)), writeReq)
+	check(t, "write v1", writeRequestFromKmsg(wire(t, WriteRequestToKmsg(writeReq), kmsg.NewPtrWriteShareGroupStateRequest(), 1)), writeReq)
 	// v0 has no delivery-complete count: it arrives as -1, "keep the stored one".
-	v0 := writeRequestFromKmsg(wire(t, writeRequestToKmsg(writeReq), kmsg.NewPtrWriteShareGroupStateRequest(), 0))
+	v0 := writeRequestFromKmsg(wire(t, WriteRequestToKmsg(writeReq), kmsg.NewPtrWriteShareGroupStateRequest(), 0))
 	if got := v0.Topics[0].Partitions[0].DeliveryCompleteCount; got != -1 {
 		t.Fatalf("write v0 delivered a delivery-complete count of %d, want -1", got)
 	}
@@ -65,11 +65,11 @@ func TestRequestsSurviveTheWire(t *testing.T) {
 	check(t, "write v0, apart from the count", v0, writeReq)
 
 	delReq := sharestate.DeleteRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.DeletePartition]{{TopicID: topicA, Partitions: []sharestate.DeletePartition{{Partition: 3}}}}}
-	check(t, "delete", deleteRequestFromKmsg(wire(t, deleteRequestToKmsg(delReq), kmsg.NewPtrDeleteShareGroupStateRequest(), 0)), delReq)
+	check(t, "delete", deleteRequestFromKmsg(wire(t, DeleteRequestToKmsg(delReq), kmsg.NewPtrDeleteShareGroupStateRequest(), 0)), delReq)
 
 	sumReq := sharestate.ReadSummaryRequest{GroupID: "g", Topics: []sharestate.TopicData[sharestate.ReadSummaryPartition]{{TopicID: topicA, Partitions: []sharestate.ReadSummaryPartition{{Partition: 3, LeaderEpoch: 4}}}}}
 	for v := int16(0); v <= 1; v++ {
-		check(t, "read summary", readSummaryRequestFromKmsg(wire(t, readSummaryRequestToKmsg(sumReq), kmsg.NewPtrReadShareGroupStateSummaryRequest(), v)), sumReq)
+		check(t, "read summary", readSummaryRequestFromKmsg(wire(t, ReadSummaryRequestToKmsg(sumReq), kmsg.NewPtrReadShareGroupStateSummaryRequest(), v)), sumReq)
 	}
 }
 
@@ -78,24 +78,24 @@ func TestResponsesSurviveTheWire(t *testing.T) {
 		{TopicID: topicA, Partitions: []sharestate.PartitionResult{{Partition: 0}, {Partition: 1, ErrorCode: sharestate.ErrFencedLeaderEpoch, ErrorMessage: "older"}}},
 		{TopicID: topicB, Partitions: []sharestate.PartitionResult{{Partition: 2, ErrorCode: sharestate.ErrUnknownServerError, ErrorMessage: "x"}}},
 	}}
-	check(t, "initialize", initializeResponseFromKmsg(wire(t, initializeResponseToKmsg(results), kmsg.NewPtrInitializeShareGroupStateResponse(), 0)), results)
+	check(t, "initialize", InitializeResponseFromKmsg(wire(t, initializeResponseToKmsg(results), kmsg.NewPtrInitializeShareGroupStateResponse(), 0)), results)
 	for v := int16(0); v <= 1; v++ {
-		check(t, "write", writeResponseFromKmsg(wire(t, writeResponseToKmsg(results), kmsg.NewPtrWriteShareGroupStateResponse(), v)), results)
+		check(t, "write", WriteResponseFromKmsg(wire(t, writeResponseToKmsg(results), kmsg.NewPtrWriteShareGroupStateResponse(), v)), results)
 	}
-	check(t, "delete", deleteResponseFromKmsg(wire(t, deleteResponseToKmsg(results), kmsg.NewPtrDeleteShareGroupStateResponse(), 0)), results)
+	check(t, "delete", DeleteResponseFromKmsg(wire(t, deleteResponseToKmsg(results), kmsg.NewPtrDeleteShareGroupStateResponse(), 0)), results)
 
 	read := sharestate.ReadResponse{Topics: []sharestate.TopicData[sharestate.ReadResult]{{TopicID: topicA, Partitions: []sharestate.ReadResult{
 		{PartitionResult: sharestate.PartitionResult{Partition: 1}, StateEpoch: 3, StartOffset: 10, StateBatches: []sharestate.StateBatch{{FirstOffset: 10, LastOffset: 12, DeliveryState: 3, DeliveryCount: 2}}},
 		{PartitionResult: sharestate.PartitionResult{Partition: 2, ErrorCode: sharestate.ErrInvalidRequest, ErrorMessage: "uninitialized"}},
 	}}}}
-	check(t, "read", readResponseFromKmsg(wire(t, readResponseToKmsg(read), kmsg.NewPtrReadShareGroupStateResponse(), 0)), read)
+	check(t, "read", ReadResponseFromKmsg(wire(t, readResponseToKmsg(read), kmsg.NewPtrReadShareGroupStateResponse(), 0)), read)
 
 	summary := sharestate.ReadSummaryResponse{Topics: []sharestate.TopicData[sharestate.ReadSummaryResult]{{TopicID: topicB, Partitions: []sharestate.ReadSummaryResult{
 		{PartitionResult: sharestate.PartitionResult{Partition: 7}, StateEpoch: 2, LeaderEpoch: 5, StartOffset: 99, DeliveryCompleteCount: 40},
 	}}}}
-	check(t, "read summary v1", readSummaryResponseFromKmsg(wire(t, readSummaryResponseToKmsg(summary), kmsg.NewPtrReadShareGroupStateSummaryResponse(), 1)), summary)
+	check(t, "read summary v1", ReadSummaryResponseFromKmsg(wire(t, readSummaryResponseToKmsg(summary), kmsg.NewPtrReadShareGroupStateSummaryResponse(), 1)), summary)
 	// v0 carries no delivery-complete count: the client reads -1, unknown.
-	v0 := readSummaryResponseFromKmsg(wire(t, readSummaryResponseToKmsg(summary), kmsg.NewPtrReadShareGroupStateSummaryResponse(), 0))
+	v0 := ReadSummaryResponseFromKmsg(wire(t, readSummaryResponseToKmsg(summary), kmsg.NewPtrReadShareGroupStateSummaryResponse(), 0))
 	if got := v0.Topics[0].Partitions[0].DeliveryCompleteCount; got != -1 {
 		t.Fatalf("read summary v0 delivered a delivery-complete count of %d, want -1", got)
 	}

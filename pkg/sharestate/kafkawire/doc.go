@@ -1,12 +1,11 @@
-// Package kafkawire carries the share-state persister's five operations over Kafka's wire protocol
-// (API keys 83–87, semantics §2), both ways: Server answers them from any sharestate.Store (the
-// sidecar gives it the Kubernetes-backed persister), and Client is a sharestate.Store that reaches
-// such a server over TCP. One table describes the five operations for both (ops.go: API key, kmsg
-// types, conversions, the Store method); headers (header.go) and frames (frame.go) are written once;
-// apis.go holds the versions spoken. Proxy sits in front of a Kafka broker: it forwards every
-// request byte for byte on an upstream connection of its own, answers keys 83–87 itself from a
-// Store, rewrites ApiVersions to advertise them, and keeps each connection's responses in request
-// order (proxy*.go). It imports nothing of Kubernetes.
+// Package kafkawire is the share-state persister's five operations on Kafka's wire protocol (API
+// keys 83–87, semantics §2): the codec and a client. One table describes the five operations
+// (ops.go: API key, kmsg types, the conversions both ways, the Store method); headers (header.go)
+// and frames (frame.go) are written once; apis.go holds the versions spoken. Client is a
+// sharestate.Store that reaches a share-state server over TCP; a franz-go user can instead send
+// the requests the *RequestToKmsg functions build on a kgo client of its own.
 //
-// The encodings themselves are franz-go's kmsg; nothing here writes a message field by hand.
+// The server and the proxy that answer these requests are package serve, below this one: a user of
+// the codec or the client links neither. This package imports the model, franz-go's kmsg and the
+// standard library only, and nothing here writes a message field by hand.
 package kafkawire

@@ -67,13 +67,13 @@ func ReadFrame(r io.Reader, maxSize int32) ([]byte, error) {
 	}
 	frame := make([]byte, min(size, directRead))
 	if _, err := io.ReadFull(r, frame); err != nil {
-		return nil, unexpected(err)
+		return nil, InFrame(err)
 	}
 	for len(frame) < size {
 		grown := make([]byte, min(2*len(frame), size))
 		received := copy(grown, frame) // the old buffer is garbage from here
 		if _, err := io.ReadFull(r, grown[received:]); err != nil {
-			return nil, unexpected(err)
+			return nil, InFrame(err)
 		}
 		frame = grown
 	}
@@ -89,9 +89,9 @@ func FrameSize(sizeField [4]byte, maxSize int32) (int, error) {
 	return int(size), nil
 }
 
-// unexpected turns an EOF inside a frame into io.ErrUnexpectedEOF, so that io.EOF only ever means a
+// InFrame turns an EOF inside a frame into io.ErrUnexpectedEOF, so that io.EOF only ever means a
 // clean end between frames.
-func unexpected(err error) error {
+func InFrame(err error) error {
 	if errors.Is(err, io.EOF) {
 		return io.ErrUnexpectedEOF
 	}

@@ -9,41 +9,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// This file is Kafka's request and response headers, both ways: the server parses request headers
-// and appends response headers; the client's requests are framed by kmsg's RequestFormatter and
-// their responses' headers checked here. Frames themselves are in frame.go.
+// This file is Kafka's request and response headers, both ways: a server (package serve) parses
+// request headers and appends response headers; the client's requests are framed by kmsg's
+// RequestFormatter and their responses' headers checked here. Frames themselves are in frame.go.
 
-// requestHeader is Kafka's request header: v1 (key, version, correlation id, client id), or v2, which
+// RequestHeader is Kafka's request header: v1 (key, version, correlation id, client id), or v2, which
 // adds tagged fields, for the flexible versions of an API.
-type requestHeader struct {
-	key           int16
-	version       int16
-	correlationID int32
-	clientID      *string
+type RequestHeader struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
 }
 
-var errShortHeader = errors.New("the request is too short for its header")
+// ErrShortHeader is ParseRequestHeader's error for a frame too short for its header.
+var ErrShortHeader = errors.New("the request is too short for its header")
 
-// parseHeader reads a request's header and returns the body after it. It reads the fixed part
+// ParseRequestHeader reads a request's header and returns the body after it. It reads the fixed part
 // first: key, version and correlation id are all a refusal needs. The rest of the header (client id,
-// and tagged fields for a flexible header) is read only for a key this server knows, since only then
-// is the header's version known.
-func parseHeader(frame []byte) (requestHeader, []byte, error) {
-	var h requestHeader
+// and tagged fields for a flexible header) is read only for a key of APIs, since only then is the
+// header's version known; for another key the body is nil.
+func ParseRequestHeader(frame []byte) (RequestHeader, []byte, error) {
+	var h RequestHeader
 	b := kbin.Reader{Src: frame}
-	h.key, h.version, h.correlationID = b.Int16(), b.Int16(), b.Int32()
+	h.Key, h.Version, h.CorrelationID = b.Int16(), b.Int16(), b.Int32()
 	if !b.Ok() {
-		return h, nil, errShortHeader
+		return h, nil, ErrShortHeader
 	}
-	if _, known := LookupAPI(h.key); !known {
+	if _, known := LookupAPI(h.Key); !known {
 		return h, nil, nil
 	}
-	h.clientID = b.NullableString()
-	if flexibleHeader(h.key, h.version) {
+	h.ClientID = b.NullableString()
+	if flexibleHeader(h.Key, h.Version) {
 		kmsg.SkipTags(&b)
 	}
 	if !b.Ok() {
-		return h, nil, errShortHeader
+		return h, nil, ErrShortHeader
 	}
 	return h, b.Src, nil
 }
@@ -58,14 +59,15 @@ func flexibleHeader(key, version int16) bool {
 	return true
 }
 
-// appendResponse appends a response frame: size, correlation id, the header's tagged fields (none)
-// when flexible, and the body kmsg encodes. ApiVersions' response header is always v0, whatever the
-// version, so that a client can read it before it knows which versions the server speaks.
-func appendResponse(dst []byte, h requestHeader, resp kmsg.Response) []byte {
+// AppendResponse appends the response frame to the request of header h: size, correlation id, the
+// header's tagged fields (none) when flexible, and the body kmsg encodes. ApiVersions' response
+// header is always v0, whatever the version, so that a client can read it before it knows which
+// versions the server speaks.
+func AppendResponse(dst []byte, h RequestHeader, resp kmsg.Response) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	dst = kbin.AppendInt32(dst, h.correlationID)
-	if h.key != KeyAPIVersions && flexibleHeader(h.key, h.version) {
+	dst = kbin.AppendInt32(dst, h.CorrelationID)
+	if h.Key != KeyAPIVersions && flexibleHeader(h.Key, h.Version) {
 		dst = append(dst, 0)
 	}
 	dst = resp.AppendTo(dst)

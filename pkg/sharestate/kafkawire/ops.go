@@ -35,11 +35,11 @@ var initializeOp = operation[*kmsg.InitializeShareGroupStateRequest, sharestate.
 	key:             KeyInitializeShareGroupState,
 	newRequest:      kmsg.NewPtrInitializeShareGroupStateRequest,
 	call:            sharestate.Store.Initialize,
-	requestToKmsg:   initializeRequestToKmsg,
+	requestToKmsg:   InitializeRequestToKmsg,
 	requestFromKmsg: initializeRequestFromKmsg,
 	responseToKmsg:  func(r sharestate.InitializeResponse) kmsg.Response { return initializeResponseToKmsg(r) },
 	responseFromKmsg: func(k kmsg.Response) sharestate.InitializeResponse {
-		return initializeResponseFromKmsg(k.(*kmsg.InitializeShareGroupStateResponse))
+		return InitializeResponseFromKmsg(k.(*kmsg.InitializeShareGroupStateResponse))
 	},
 	inputPart: func(p sharestate.InitializePartition) int32 { return p.Partition },
 	outcome:   plainResult,
@@ -50,11 +50,11 @@ var readOp = operation[*kmsg.ReadShareGroupStateRequest, sharestate.ReadPartitio
 	key:             KeyReadShareGroupState,
 	newRequest:      kmsg.NewPtrReadShareGroupStateRequest,
 	call:            sharestate.Store.Read,
-	requestToKmsg:   readRequestToKmsg,
+	requestToKmsg:   ReadRequestToKmsg,
 	requestFromKmsg: readRequestFromKmsg,
 	responseToKmsg:  func(r sharestate.ReadResponse) kmsg.Response { return readResponseToKmsg(r) },
 	responseFromKmsg: func(k kmsg.Response) sharestate.ReadResponse {
-		return readResponseFromKmsg(k.(*kmsg.ReadShareGroupStateResponse))
+		return ReadResponseFromKmsg(k.(*kmsg.ReadShareGroupStateResponse))
 	},
 	inputPart: func(p sharestate.ReadPartition) int32 { return p.Partition },
 	outcome:   func(r sharestate.ReadResult) sharestate.PartitionResult { return r.PartitionResult },
@@ -67,11 +67,11 @@ var writeOp = operation[*kmsg.WriteShareGroupStateRequest, sharestate.WriteParti
 	key:             KeyWriteShareGroupState,
 	newRequest:      kmsg.NewPtrWriteShareGroupStateRequest,
 	call:            sharestate.Store.Write,
-	requestToKmsg:   writeRequestToKmsg,
+	requestToKmsg:   WriteRequestToKmsg,
 	requestFromKmsg: writeRequestFromKmsg,
 	responseToKmsg:  func(r sharestate.WriteResponse) kmsg.Response { return writeResponseToKmsg(r) },
 	responseFromKmsg: func(k kmsg.Response) sharestate.WriteResponse {
-		return writeResponseFromKmsg(k.(*kmsg.WriteShareGroupStateResponse))
+		return WriteResponseFromKmsg(k.(*kmsg.WriteShareGroupStateResponse))
 	},
 	inputPart: func(p sharestate.WritePartition) int32 { return p.Partition },
 	outcome:   plainResult,
@@ -82,11 +82,11 @@ var deleteOp = operation[*kmsg.DeleteShareGroupStateRequest, sharestate.DeletePa
 	key:             KeyDeleteShareGroupState,
 	newRequest:      kmsg.NewPtrDeleteShareGroupStateRequest,
 	call:            sharestate.Store.Delete,
-	requestToKmsg:   deleteRequestToKmsg,
+	requestToKmsg:   DeleteRequestToKmsg,
 	requestFromKmsg: deleteRequestFromKmsg,
 	responseToKmsg:  func(r sharestate.DeleteResponse) kmsg.Response { return deleteResponseToKmsg(r) },
 	responseFromKmsg: func(k kmsg.Response) sharestate.DeleteResponse {
-		return deleteResponseFromKmsg(k.(*kmsg.DeleteShareGroupStateResponse))
+		return DeleteResponseFromKmsg(k.(*kmsg.DeleteShareGroupStateResponse))
 	},
 	inputPart: func(p sharestate.DeletePartition) int32 { return p.Partition },
 	outcome:   plainResult,
@@ -97,11 +97,11 @@ var readSummaryOp = operation[*kmsg.ReadShareGroupStateSummaryRequest, sharestat
 	key:             KeyReadShareGroupStateSummary,
 	newRequest:      kmsg.NewPtrReadShareGroupStateSummaryRequest,
 	call:            sharestate.Store.ReadSummary,
-	requestToKmsg:   readSummaryRequestToKmsg,
+	requestToKmsg:   ReadSummaryRequestToKmsg,
 	requestFromKmsg: readSummaryRequestFromKmsg,
 	responseToKmsg:  func(r sharestate.ReadSummaryResponse) kmsg.Response { return readSummaryResponseToKmsg(r) },
 	responseFromKmsg: func(k kmsg.Response) sharestate.ReadSummaryResponse {
-		return readSummaryResponseFromKmsg(k.(*kmsg.ReadShareGroupStateSummaryResponse))
+		return ReadSummaryResponseFromKmsg(k.(*kmsg.ReadShareGroupStateSummaryResponse))
 	},
 	inputPart: func(p sharestate.ReadSummaryPartition) int32 { return p.Partition },
 	outcome:   func(r sharestate.ReadSummaryResult) sharestate.PartitionResult { return r.PartitionResult },
@@ -110,7 +110,16 @@ var readSummaryOp = operation[*kmsg.ReadShareGroupStateSummaryRequest, sharestat
 	},
 }
 
-// serverOps are the operations the server decodes, by API key.
+// Handler answers a decoded request through a store. code is the request's outcome for metrics:
+// NONE, or the first error a partition was answered with.
+type Handler func(ctx context.Context, store sharestate.Store) (resp kmsg.Response, code sharestate.ErrorCode)
+
+// decoder decodes the body of one API's request.
+type decoder interface {
+	decode(version int16, body []byte) (Handler, error)
+}
+
+// serverOps are the operations a server decodes, by API key.
 var serverOps = map[int16]decoder{
 	KeyInitializeShareGroupState:  initializeOp,
 	KeyReadShareGroupState:        readOp,
@@ -119,10 +128,19 @@ var serverOps = map[int16]decoder{
 	KeyReadShareGroupStateSummary: readSummaryOp,
 }
 
-// decode decodes the body of a request now, on the connection's reader, so that a malformed request
-// is refused before anything after it is read; the store is called later, concurrently with other
-// requests.
-func (op operation[K, P, R]) decode(version int16, body []byte) (serveFunc, error) {
+// DecodeShareState decodes the body of a request of one of the five share-state APIs (API keys
+// 83–87), at a version the caller has checked with LookupAPI and Supports. A server decodes a
+// request on the connection's reader, so that a malformed request is refused before anything after
+// it is read, and calls the Handler later, concurrently with other requests.
+func DecodeShareState(key, version int16, body []byte) (Handler, error) {
+	op, ok := serverOps[key]
+	if !ok {
+		return nil, fmt.Errorf("kafkawire: API key %d is not a share-state API", key)
+	}
+	return op.decode(version, body)
+}
+
+func (op operation[K, P, R]) decode(version int16, body []byte) (Handler, error) {
 	k := op.newRequest()
 	k.SetVersion(version)
 	if err := k.ReadFrom(body); err != nil {

@@ -38,8 +38,8 @@ func initializeRequestFromKmsg(k *kmsg.InitializeShareGroupStateRequest) sharest
 		})}
 }
 
-// initializeRequestToKmsg converts an Initialize request for the wire.
-func initializeRequestToKmsg(req sharestate.InitializeRequest) *kmsg.InitializeShareGroupStateRequest {
+// InitializeRequestToKmsg converts an Initialize request for the wire.
+func InitializeRequestToKmsg(req sharestate.InitializeRequest) *kmsg.InitializeShareGroupStateRequest {
 	k := kmsg.NewPtrInitializeShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.InitializeShareGroupStateRequestTopic, len(req.Topics))
@@ -68,8 +68,8 @@ func readRequestFromKmsg(k *kmsg.ReadShareGroupStateRequest) sharestate.ReadRequ
 		})}
 }
 
-// readRequestToKmsg converts a Read request for the wire.
-func readRequestToKmsg(req sharestate.ReadRequest) *kmsg.ReadShareGroupStateRequest {
+// ReadRequestToKmsg converts a Read request for the wire.
+func ReadRequestToKmsg(req sharestate.ReadRequest) *kmsg.ReadShareGroupStateRequest {
 	k := kmsg.NewPtrReadShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.ReadShareGroupStateRequestTopic, len(req.Topics))
@@ -116,9 +116,9 @@ func writeBatchesFromKmsg(in []kmsg.WriteShareGroupStateRequestTopicPartitionSta
 	return out
 }
 
-// writeRequestToKmsg converts a Write request for the wire. Sent as v0, the delivery-complete count
+// WriteRequestToKmsg converts a Write request for the wire. Sent as v0, the delivery-complete count
 // is not encoded (the sidecar then keeps the stored one).
-func writeRequestToKmsg(req sharestate.WriteRequest) *kmsg.WriteShareGroupStateRequest {
+func WriteRequestToKmsg(req sharestate.WriteRequest) *kmsg.WriteShareGroupStateRequest {
 	k := kmsg.NewPtrWriteShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.WriteShareGroupStateRequestTopic, len(req.Topics))
@@ -160,8 +160,8 @@ func deleteRequestFromKmsg(k *kmsg.DeleteShareGroupStateRequest) sharestate.Dele
 		})}
 }
 
-// deleteRequestToKmsg converts a Delete request for the wire.
-func deleteRequestToKmsg(req sharestate.DeleteRequest) *kmsg.DeleteShareGroupStateRequest {
+// DeleteRequestToKmsg converts a Delete request for the wire.
+func DeleteRequestToKmsg(req sharestate.DeleteRequest) *kmsg.DeleteShareGroupStateRequest {
 	k := kmsg.NewPtrDeleteShareGroupStateRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.DeleteShareGroupStateRequestTopic, len(req.Topics))
@@ -190,8 +190,8 @@ func readSummaryRequestFromKmsg(k *kmsg.ReadShareGroupStateSummaryRequest) share
 		})}
 }
 
-// readSummaryRequestToKmsg converts a ReadSummary request for the wire.
-func readSummaryRequestToKmsg(req sharestate.ReadSummaryRequest) *kmsg.ReadShareGroupStateSummaryRequest {
+// ReadSummaryRequestToKmsg converts a ReadSummary request for the wire.
+func ReadSummaryRequestToKmsg(req sharestate.ReadSummaryRequest) *kmsg.ReadShareGroupStateSummaryRequest {
 	k := kmsg.NewPtrReadShareGroupStateSummaryRequest()
 	k.GroupID = req.GroupID
 	k.Topics = make([]kmsg.ReadShareGroupStateSummaryRequestTopic, len(req.Topics))

@@ -51,8 +51,8 @@ func initializeResponseToKmsg(resp sharestate.InitializeResponse) *kmsg.Initiali
 	return k
 }
 
-// initializeResponseFromKmsg converts a decoded InitializeShareGroupState response.
-func initializeResponseFromKmsg(k *kmsg.InitializeShareGroupStateResponse) sharestate.InitializeResponse {
+// InitializeResponseFromKmsg converts a decoded InitializeShareGroupState response.
+func InitializeResponseFromKmsg(k *kmsg.InitializeShareGroupStateResponse) sharestate.InitializeResponse {
 	return sharestate.InitializeResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.InitializeShareGroupStateResponseTopic) ([16]byte, []kmsg.InitializeShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -91,8 +91,8 @@ func readBatchesToKmsg(in []sharestate.StateBatch) []kmsg.ReadShareGroupStateRes
 	return out
 }
 
-// readResponseFromKmsg converts a decoded ReadShareGroupState response.
-func readResponseFromKmsg(k *kmsg.ReadShareGroupStateResponse) sharestate.ReadResponse {
+// ReadResponseFromKmsg converts a decoded ReadShareGroupState response.
+func ReadResponseFromKmsg(k *kmsg.ReadShareGroupStateResponse) sharestate.ReadResponse {
 	return sharestate.ReadResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.ReadShareGroupStateResponseTopic) ([16]byte, []kmsg.ReadShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -132,8 +132,8 @@ func writeResponseToKmsg(resp sharestate.WriteResponse) *kmsg.WriteShareGroupSta
 	return k
 }
 
-// writeResponseFromKmsg converts a decoded WriteShareGroupState response.
-func writeResponseFromKmsg(k *kmsg.WriteShareGroupStateResponse) sharestate.WriteResponse {
+// WriteResponseFromKmsg converts a decoded WriteShareGroupState response.
+func WriteResponseFromKmsg(k *kmsg.WriteShareGroupStateResponse) sharestate.WriteResponse {
 	return sharestate.WriteResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.WriteShareGroupStateResponseTopic) ([16]byte, []kmsg.WriteShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -156,8 +156,8 @@ func deleteResponseToKmsg(resp sharestate.DeleteResponse) *kmsg.DeleteShareGroup
 	return k
 }
 
-// deleteResponseFromKmsg converts a decoded DeleteShareGroupState response.
-func deleteResponseFromKmsg(k *kmsg.DeleteShareGroupStateResponse) sharestate.DeleteResponse {
+// DeleteResponseFromKmsg converts a decoded DeleteShareGroupState response.
+func DeleteResponseFromKmsg(k *kmsg.DeleteShareGroupStateResponse) sharestate.DeleteResponse {
 	return sharestate.DeleteResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.DeleteShareGroupStateResponseTopic) ([16]byte, []kmsg.DeleteShareGroupStateResponseTopicPartition) {
 			return t.TopicID, t.Partitions
@@ -187,9 +187,9 @@ func readSummaryResponseToKmsg(resp sharestate.ReadSummaryResponse) *kmsg.ReadSh
 	return k
 }
 
-// readSummaryResponseFromKmsg converts a decoded ReadShareGroupStateSummary response. A v0 response
+// ReadSummaryResponseFromKmsg converts a decoded ReadShareGroupStateSummary response. A v0 response
 // carries no delivery-complete count: it reads as -1, unknown.
-func readSummaryResponseFromKmsg(k *kmsg.ReadShareGroupStateSummaryResponse) sharestate.ReadSummaryResponse {
+func ReadSummaryResponseFromKmsg(k *kmsg.ReadShareGroupStateSummaryResponse) sharestate.ReadSummaryResponse {
 	return sharestate.ReadSummaryResponse{Topics: topicsFromKmsg(k.Topics,
 		func(t *kmsg.ReadShareGroupStateSummaryResponseTopic) ([16]byte, []kmsg.ReadShareGroupStateSummaryResponseTopicPartition) {
 			return t.TopicID, t.Partitions

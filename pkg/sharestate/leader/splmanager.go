@@ -11,7 +11,7 @@ import (
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 
-	"github.com/sharestate/sharestate-operator/internal/fanout"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/internal/fanout"
 )
 
 // This file is the share-partition leader's manager (Kafka's SharePartitionManager): the cache of a
@@ -151,17 +151,10 @@ func (m *Manager) Release(ctx context.Context, member string, req sharestate.Req
 func (m *Manager) ExpireLocks(ctx context.Context) int64 {
 	now := m.opts.Partition.Now()
 	var total atomic.Int64
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, fanout.Limit)
-	for _, sp := range m.cached() {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			total.Add(sp.ExpireLocks(ctx, now))
-			m.dropIfDead(sp)
-		})
-	}
-	wg.Wait()
+	fanout.Each(m.cached(), func(sp *SharePartition) {
+		total.Add(sp.ExpireLocks(ctx, now))
+		m.dropIfDead(sp)
+	})
 	return total.Load()
 }
 

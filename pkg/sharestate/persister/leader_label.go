@@ -52,7 +52,7 @@ func (p *Persister) labelLeader(ctx context.Context, c client.Client, key partit
 		reqCtx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 		err := c.Patch(reqCtx, labelled, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}))
 		cancel()
-		p.metrics.apiRequest("patch", err)
+		p.apiRequest("patch", err)
 		switch {
 		case err == nil:
 			return labelled

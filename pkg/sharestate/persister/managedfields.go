@@ -43,7 +43,7 @@ func (p *Persister) stripManagedFields(ctx context.Context, c client.Client, obj
 	reqCtx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 	err := c.Patch(reqCtx, stripped, ResetManagedFields)
 	cancel()
-	p.metrics.apiRequest("patch", err)
+	p.apiRequest("patch", err)
 	switch {
 	case err == nil:
 		return stripped

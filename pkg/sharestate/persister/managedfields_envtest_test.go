@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/internal/prommetrics"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
 	"github.com/sharestate/sharestate-operator/test/testenv"
@@ -102,7 +103,11 @@ func TestPersisterWithoutPatchKeepsManagedFieldsAndStopsAsking(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	p, err := persister.New(persister.Options{Client: c, Namespace: ns, Registerer: reg, OperationTimeout: 10 * time.Second,
+	observer, err := prommetrics.NewPersisterObserver(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := persister.New(persister.Options{Client: c, Namespace: ns, Observer: observer, OperationTimeout: 10 * time.Second,
 		Identity: persister.Identity{BrokerID: 1, PodName: podName(1), PodUID: "uid-" + podName(1)}})
 	if err != nil {
 		t.Fatal(err)

@@ -149,7 +149,7 @@ func (p *Persister) withRetry(ctx context.Context, verb string, request func(con
 		reqCtx, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
 		err := request(reqCtx)
 		cancel()
-		p.metrics.apiRequest(verb, err)
+		p.apiRequest(verb, err)
 		if classify(err) != classRetriable || !bo.wait(ctx) {
 			return err
 		}

@@ -90,7 +90,7 @@ func (p *Persister) commitRound(s *slot) bool {
 
 // commit stores ops in one status update and answers each of them.
 func (p *Persister) commit(s *slot, ops []*pendingWrite) {
-	p.metrics.writesPerUpdate.Observe(float64(len(ops)))
+	p.obs.WritesCombined(len(ops))
 	for i, o := range p.commitWritesRecovering(s, ops) {
 		ops[i].done <- o
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/go-logr/logr"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,9 +68,9 @@ type Options struct {
 	TopologyTTL time.Duration
 	// Now returns the current time (default time.Now); tests set it.
 	Now func() time.Time
-	// Registerer, when set, gets the persister's metrics (sharestate_persister_*); persisters given the
-	// same one share them. The binaries pass controller-runtime's registry.
-	Registerer prometheus.Registerer
+	// Observer is told what the persister does (default: nothing is); the binaries pass one that
+	// keeps their Prometheus metrics.
+	Observer Observer
 	// Logger receives what the persister swallows: corrupt stored state, refused updates (default:
 	// discard).
 	Logger logr.Logger
@@ -106,6 +104,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 
-	"github.com/sharestate/sharestate-operator/internal/fanout"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/internal/fanout"
 )
 
 // Persister implements the share-state persister's five operations (semantics §2) against
@@ -24,7 +24,7 @@ type Persister struct {
 	opts     Options
 	slots    *slotTable
 	topology *topology
-	metrics  *persisterMetrics
+	obs      Observer
 	// patchForbidden is set once the API server refused a patch of a SharePartitionState (a sidecar
 	// role from before the persister needed it): the persister then stops resetting managedFields
 	// (managedfields.go) and setting leader-pod labels (leader_label.go).
@@ -32,20 +32,16 @@ type Persister struct {
 	log            logr.Logger
 }
 
-// New returns a Persister, its metrics registered on opts.Registerer.
+// New returns a Persister; it fails only for options it cannot work with.
 func New(opts Options) (*Persister, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	metrics, err := newPersisterMetrics(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("registering the persister's metrics: %w", err)
-	}
 	p := &Persister{
-		opts:    opts,
-		slots:   newSlotTable(opts.MaxCachedPartitions, opts.MaxCacheBytes),
-		metrics: metrics,
-		log:     opts.Logger,
+		opts:  opts,
+		slots: newSlotTable(opts.MaxCachedPartitions, opts.MaxCacheBytes),
+		obs:   opts.Observer,
+		log:   opts.Logger,
 	}
 	p.topology = newTopology(opts.Client, opts.Namespace, opts.TopologyTTL, opts.OperationTimeout, opts.Now, p.withRetry)
 	return p, nil
@@ -89,7 +85,7 @@ func (p *Persister) Write(ctx context.Context, req sharestate.WriteRequest) shar
 		defer p.recoverPartition("write", in.Partition, func(pr sharestate.PartitionResult) { r = pr })
 		start := time.Now()
 		o := p.write(ctx, caller, req.GroupID, topic, in)
-		p.metrics.writeDuration.Observe(time.Since(start).Seconds())
+		p.obs.WriteAnswered(time.Since(start))
 		return p.counted("write", in.Partition, o)
 	})
 }
@@ -133,7 +129,7 @@ func (p *Persister) recoverPartition(op string, partition int32, answer func(sha
 
 // counted counts the outcome and makes it a partition's result.
 func (p *Persister) counted(op string, partition int32, o sharestate.Outcome) sharestate.PartitionResult {
-	p.metrics.operation(op, o.Code)
+	p.obs.Operation(op, o.Code)
 	return sharestate.PartitionResult{Partition: partition, ErrorCode: o.Code, ErrorMessage: o.Message}
 }
 

@@ -15,6 +15,7 @@ import (
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate"
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire"
+	"github.com/sharestate/sharestate-operator/pkg/sharestate/kafkawire/serve"
 	"github.com/sharestate/sharestate-operator/test/testenv"
 
 	"github.com/sharestate/sharestate-operator/pkg/sharestate/persister"
@@ -172,11 +173,11 @@ func TestWireClientIDNamesTheLeader(t *testing.T) {
 	ns := env.Namespace(t)
 	uid7 := brokerPod(t, ns, "kafka-7", 7)
 	p := resolvingPersister(t, ns, 0)
-	srv, err := kafkawire.NewServer(kafkawire.ServerOptions{Store: p})
+	srv, err := serve.NewServer(serve.ServerOptions{Store: p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := serve(t, srv)
+	addr := serveOnLoopback(t, srv)
 	const group = "orders"
 	expectCode(t, "initialize", initialize(t, p, group, 0, 1, 0), sharestate.ErrNone)
 
@@ -189,8 +190,8 @@ func TestWireClientIDNamesTheLeader(t *testing.T) {
 	expectLeader(t, "after the write over the wire", getObject(t, ns, group, 0), 7, "kafka-7", uid7)
 }
 
-// serve serves srv on a loopback port until the test ends, and returns the address.
-func serve(t *testing.T, srv *kafkawire.Server) string {
+// serveOnLoopback serves srv on a loopback port until the test ends, and returns the address.
+func serveOnLoopback(t *testing.T, srv *serve.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

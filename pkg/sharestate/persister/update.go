@@ -79,7 +79,7 @@ func (p *Persister) updateLoop(ctx context.Context, c client.Client, key partiti
 		case classOK:
 			return updated, updateWritten, nil
 		case classConflict, classNotFound:
-			p.metrics.conflicts.Inc()
+			p.obs.Conflict()
 			if conflicts++; conflicts > maxConflicts {
 				return nil, updateUnavailable, fmt.Errorf("gave up after %d conflicting updates: %w", conflicts, err)
 			}
@@ -143,7 +143,7 @@ func (p *Persister) getObject(ctx context.Context, c client.Reader, key partitio
 	defer cancel()
 	var obj sharestatev1.SharePartitionState
 	err := c.Get(ctx, client.ObjectKey{Namespace: p.opts.Namespace, Name: key.objectName()}, &obj)
-	p.metrics.apiRequest("get", err)
+	p.apiRequest("get", err)
 	switch classify(err) {
 	case classOK:
 		return &obj, nil
@@ -160,12 +160,12 @@ func (p *Persister) updateStatus(ctx context.Context, c client.Client, obj *shar
 	defer cancel()
 	start := time.Now()
 	err := c.Status().Update(ctx, obj)
-	p.metrics.updateDuration.Observe(time.Since(start).Seconds())
-	p.metrics.apiRequest("update_status", err)
+	p.obs.StatusUpdated(time.Since(start))
+	p.apiRequest("update_status", err)
 	if err != nil {
 		return nil, err
 	}
-	p.metrics.statusBytes.Observe(float64(estimateStatusBytes(obj)))
+	p.obs.StatusStored(estimateStatusBytes(obj))
 	return obj, nil
 }
 
