@@ -27,7 +27,7 @@ const (
 	sampleTopicID   = "q1Sh0o2QRbuBzMz8vEMbvQ"
 )
 
-// TestDocumentedCommands follows the README, the chart's README and the restore procedure of
+// TestDocumentedCommands follows the README, the overview, the chart's README and the restore procedure of
 // docs/operations.md word for word, on a copy of the working tree standing for a fresh clone: the
 // blocks they mark `<!-- docs-test: NAME -->` run unchanged in one shell; the broker StatefulSet of
 // docs/kafka-integration.md is applied as a server-side dry run. Between them the test only
@@ -43,8 +43,10 @@ func TestDocumentedCommands(t *testing.T) {
 	chartReadme := filepath.Join(clone, "charts", "sharestate-operator", "README.md")
 	operations := filepath.Join(clone, "docs", "operations.md")
 	integration := filepath.Join(clone, "docs", "kafka-integration.md")
+	overview := filepath.Join(clone, "docs", "overview.md")
 
 	checkQuickstart(t, clone, docBlock(t, readme, "quickstart"))
+	checkQuickstart(t, clone, docBlock(t, overview, "overview-commands"))
 	sh.run("make helm") // the README: "`make helm` builds the pinned helm into `bin/`"
 
 	run := sh.startBackground("make run", "Press Ctrl-C", 10*time.Minute)
@@ -56,6 +58,7 @@ func TestDocumentedCommands(t *testing.T) {
 	// The stand-in broker's state, a reset, and its pod deleted: it ends fenced, so its partitions'
 	// state no longer changes, which the backup and restore below compare.
 	sh.run(docBlock(t, readme, "state"))
+	sh.run(docBlock(t, overview, "overview-try"))
 	checkStandInFenced(context.Background(), t, testenv.KubeClient(t, kubeconfig))
 	sh.run(docBlock(t, readme, "crds"))
 

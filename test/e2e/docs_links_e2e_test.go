@@ -143,3 +143,14 @@ func headingAnchors(t *testing.T, page string) map[string]bool {
 	}
 	return anchors
 }
+
+// The overview is the page a newcomer reads in minutes: at most 1,000 words.
+func TestOverviewIsOnePage(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "overview.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if words := len(strings.Fields(string(page))); words > 1000 {
+		t.Fatalf("docs/overview.md has %d words, more than 1,000", words)
+	}
+}
