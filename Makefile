@@ -67,7 +67,8 @@ lint-workflows: $(ACTIONLINT) ## Check .github/workflows with actionlint.
 	$(ACTIONLINT)
 
 .PHONY: verify
-verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, chart copies, go.mod) is stale or unformatted.
+verify: generate manifests ## Regenerate everything and fail if anything (code, CRDs, RBAC, chart copies, go.mod) is stale or unformatted, or a commit message breaks the rule.
+	hack/check-commits.sh
 	go mod tidy
 	hack/sync-chart-crds.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
