@@ -101,6 +101,8 @@ test-kafka: ## Run the system with real Apache Kafka brokers (KAFKA_VERSION), Ka
 # Kafka's broker and clients, as localhost/sharestate/kafka{,-clients}:$(KAFKA_VERSION) (hack/kafka-image.sh).
 CLUSTER_IMAGES_DIR ?= $(LOCALBIN)/cluster-images
 CLUSTER_IMAGES = $(IMAGES) pause=./test/cluster/pause standin=./test/cluster/standin
+# What a failed step of `make test-cluster` saved (the pods' logs at the failure), a directory per step.
+CLUSTER_ARTIFACTS ?= $(LOCALBIN)/cluster-artifacts
 
 .PHONY: test-release
 test-release: $(HELM) $(IMAGE_BUILD) $(SBOM_TOOL) ## Run the release (hack/release.sh publish) into a local registry and check what it pushed (hack/tools/release).
@@ -111,9 +113,10 @@ test-cluster: $(IMAGE_BUILD) $(HELM) ## Run the system in pods on a one-node clu
 	IMG_REPO=localhost/sharestate IMG_TAG=dev OUT_DIR=$(CLUSTER_IMAGES_DIR) IMAGE_BUILD=$(IMAGE_BUILD) \
 		hack/build-images.sh $(CLUSTER_IMAGES)
 	IMAGE_BUILD=$(IMAGE_BUILD) KAFKA_VERSION=$(KAFKA_VERSION) hack/kafka-image.sh $(CLUSTER_IMAGES_DIR)
-	assets=$$(hack/envtest-assets.sh); cluster=$$(hack/cluster-assets.sh); \
+	assets=$$(hack/envtest-assets.sh); cluster=$$(hack/cluster-assets.sh); mkdir -p $(CLUSTER_ARTIFACTS); \
 	KUBEBUILDER_ASSETS="$$assets" CLUSTER_ASSETS="$$cluster" CLUSTER_IMAGES=$(CLUSTER_IMAGES_DIR) HELM=$(HELM) \
-	go test -tags cluster ./test/images/... ./test/cluster/... ./test/incluster/... -count=1 -v -timeout 30m $(TEST_FLAGS)
+	go test -tags cluster ./test/images/... ./test/cluster/... ./test/incluster/... -count=1 -v -timeout 30m \
+		-artifacts -outputdir $(CLUSTER_ARTIFACTS) $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.

@@ -244,11 +244,20 @@ func waitJob(t *testing.T, name string) string {
 		case job.Status.Succeeded > 0:
 			return nil
 		case job.Status.Failed > 0:
-			t.Fatalf("Job %s failed:\n%s", name, sh(t, "kubectl logs -n kafka job/"+name+" --tail=50"))
+			t.Fatalf("Job %s failed: %s", name, jobFailure(name))
 		}
 		return fmt.Errorf("running: %d active", job.Status.Active)
 	})
 	return name
+}
+
+// jobFailure says how the pod of the failed Job name ended, and what it printed last.
+func jobFailure(name string) string {
+	status, _ := trySh("kubectl get pods -n kafka -l job-name=" + name + " -o jsonpath=" +
+		"'{range .items[*]}pod {.metadata.name}: {.status.phase} {.status.reason} {.status.message}" +
+		"{range .status.containerStatuses[*]}; exit code {.state.terminated.exitCode} {.state.terminated.reason}{end}{end}'")
+	tail, _ := trySh("kubectl logs -n kafka job/" + name + " --tail=8")
+	return strings.TrimSpace(status) + "; its last lines:\n" + tail
 }
 
 // jobLog is what the Job's pod printed so far.
@@ -411,14 +420,8 @@ func metricSum(body, metric string, labels ...string) float64 {
 	return sum
 }
 
-// logKafkaOnFailure logs the pods of namespace kafka and the ends of the brokers' logs when t fails.
+// logKafkaOnFailure saves the pods of namespace kafka and the ends of the brokers' logs when t fails.
 func logKafkaOnFailure(t *testing.T) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		out, _ := trySh("kubectl get pods,pvc,jobs -n kafka -o wide\n" +
-			"for p in kafka-0 kafka-1 kafka-2; do echo \"== $p\"; kubectl logs -n kafka $p -c kafka --tail=40; kubectl logs -n kafka $p -c sharestate-sidecar --tail=20; done")
-		t.Logf("namespace kafka:\n%s", out)
-	})
+	logOnFailure(t, "namespace kafka at the failure", "kubectl get pods,pvc,jobs -n kafka -o wide\n"+
+		"for p in kafka-0 kafka-1 kafka-2; do echo \"== $p\"; kubectl logs -n kafka $p -c kafka --tail=200; kubectl logs -n kafka $p -c sharestate-sidecar --tail=50; done")
 }

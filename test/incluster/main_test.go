@@ -137,6 +137,27 @@ func trySh(script string) (string, error) {
 	return string(out), err
 }
 
+// logOnFailure runs script when t has failed and writes what it prints to a file in t's artifact
+// directory (`go test -artifacts`, which `make test-cluster` passes), logging only the file's path: the
+// failure's own message stays the last thing t printed, where a reader of CI's end of the log sees it.
+func logOnFailure(t *testing.T, what, script string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		out, err := trySh(script)
+		if err != nil {
+			out += "\n" + err.Error()
+		}
+		path := filepath.Join(t.ArtifactDir(), "on-failure.log")
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Logf("%s: writing %s: %v", what, path, err)
+			return
+		}
+		t.Logf("%s: %s", what, path)
+	})
+}
+
 // eventually polls cond every 200 ms until it returns nil, and fails t with its last error after timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
 	t.Helper()

@@ -234,14 +234,10 @@ func step(t *testing.T, name string, f func(t *testing.T)) {
 	}
 }
 
-// logBrokerOnFailure logs the end of the broker pod's containers' logs when t fails.
+// logBrokerOnFailure saves the end of the broker pod's containers' logs when t fails.
 func logBrokerOnFailure(t *testing.T) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := trySh("for c in broker sharestate-sidecar; do echo \"--- $c\"; kubectl logs -n " + brokerNamespace + " " + brokerPod + " -c $c --tail 40; done")
-			t.Logf("the broker pod's logs:\n%s", out)
-		}
-	})
+	logOnFailure(t, "the broker pod's logs", "for c in broker sharestate-sidecar; do echo \"--- $c\"; kubectl logs -n "+
+		brokerNamespace+" "+brokerPod+" -c $c --tail 200; done")
 }
 
 // sidecarLogged returns nil once the broker pod's sidecar has logged msg more than n times since its
