@@ -178,8 +178,9 @@ func (s *session) kafkaRolledOut(t *testing.T) {
 	logKafkaOnFailure(t)
 	const topic, group, job, producer = "in-pods-rollout", "in-pods-rollout-consumers", "consume-rollout", "produce-rollout"
 	shareTool(t, "setup", kafkaBootstrap, topic, strconv.Itoa(kafkaNodes), strconv.Itoa(kafkaNodes), group)
-	// 60 s at 150 a second: the rollout takes about 20 s, and begins some 15 s in.
-	startJob(t, producer, "produce-loop", kafkaBootstrap, topic, "60", "150")
+	// 90 s at 150 a second: the rollout begins some 15 s in and replaces a pod once the broker of the
+	// one before is unfenced (§4's readiness probe), 15 to 25 s a pod here.
+	startJob(t, producer, "produce-loop", kafkaBootstrap, topic, "90", "150")
 	// Idle for a minute before it gives up: a pod replaced comes back at a new address, and the
 	// consumer's JVM keeps a name's old address for 30 s (the JDK's networkaddress.cache.ttl
 	// without a security manager, conf/security/java.security). The last pod replaced often leads
