@@ -55,9 +55,9 @@ func (s *partitionResync) Start(ctx context.Context) error {
 			return nil
 		case <-timer.C:
 		}
-		started := time.Now()
+		started := s.r.Clock.Now()
 		n, err := s.pass(ctx, pageGap)
-		took := time.Since(started)
+		took := s.r.Clock.Since(started)
 		resyncDuration.Observe(took.Seconds())
 		if err != nil && ctx.Err() == nil {
 			log.Error(err, "Partition resync failed", "partitions", n)

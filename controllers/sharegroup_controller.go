@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,8 +54,8 @@ type ShareGroupReconciler struct {
 	Recorder events.EventRecorder
 	// TotalsRefresh is how often the totals are refreshed (default DefaultTotalsRefresh).
 	TotalsRefresh time.Duration
-	// Now returns the current time (default time.Now).
-	Now func() time.Time
+	// Clock tells the time (default the real clock; tests set a fake one, k8s.io/utils/clock/testing).
+	Clock clock.PassiveClock
 	// Book holds the partitions as the operator last saw them (filled by the fencing reconciler's
 	// resync); a group's status is computed from it.
 	Book *PartitionBook
@@ -69,8 +71,8 @@ const changedBacklog = 4096
 
 // SetupWithManager registers the reconciler, its indexes and its watches with the manager.
 func (r *ShareGroupReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
 	}
 	if r.TotalsRefresh <= 0 {
 		r.TotalsRefresh = DefaultTotalsRefresh
@@ -219,7 +221,7 @@ const (
 // nextPass is how long until the group's next pass: newGroupPoll while it is young and being created,
 // else its next refresh of its totals. sg holds the status this pass computed.
 func (r *ShareGroupReconciler) nextPass(sg *sharestatev1.ShareGroup) time.Duration {
-	if beingCreated(sg) && r.Now().Sub(sg.CreationTimestamp.Time) < youngGroup {
+	if beingCreated(sg) && r.Clock.Now().Sub(sg.CreationTimestamp.Time) < youngGroup {
 		return newGroupPoll
 	}
 	return r.nextTotalsRefresh(sg.UID)
@@ -237,7 +239,7 @@ func (r *ShareGroupReconciler) nextPass(sg *sharestatev1.ShareGroup) time.Durati
 func (r *ShareGroupReconciler) nextTotalsRefresh(uid types.UID) time.Duration {
 	period := r.TotalsRefresh
 	slot := time.Duration(fnvHash(string(uid)) % uint64(period))
-	sinceSlot := (time.Duration(r.Now().UnixNano()) - slot) % period
+	sinceSlot := (time.Duration(r.Clock.Now().UnixNano()) - slot) % period
 	if sinceSlot < 0 { // a clock before 1970
 		sinceSlot += period
 	}

@@ -93,7 +93,7 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope
 func (r *ShareGroupReconciler) completeReset(ctx context.Context, s *groupScope, partitions int32) error {
 	done := s.group.DeepCopy()
 	reset := done.Status.LastOffsetReset
-	now := metav1.NewTime(r.Now())
+	now := metav1.NewTime(r.Clock.Now())
 	reset.CompletionTime, reset.Partitions = &now, partitions
 	message := fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", reset.ID, partitions, reset.StateEpoch)
 	meta.SetStatusCondition(&done.Status.Conditions, metav1.Condition{Type: sharestatev1.ConditionOffsetReset,
@@ -120,7 +120,7 @@ func (r *ShareGroupReconciler) startReset(ctx context.Context, sg *sharestatev1.
 			errStateEpochExhausted, next-1, sharestatev1.MaxResetStateEpoch)
 	}
 	epoch := int32(next)
-	now := metav1.NewTime(r.Now())
+	now := metav1.NewTime(r.Clock.Now())
 	sg.Status.LastOffsetReset = &sharestatev1.OffsetResetStatus{ID: sg.Spec.OffsetReset.ID, StateEpoch: epoch, StartTime: &now}
 	meta.SetStatusCondition(&sg.Status.Conditions, metav1.Condition{
 		Type: sharestatev1.ConditionOffsetReset, Status: metav1.ConditionFalse, Reason: sharestatev1.ReasonResetInProgress, ObservedGeneration: sg.Generation,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,22 +46,22 @@ func TestAggregate(t *testing.T) {
 func TestTotalsRefreshesAreSpreadOverThePeriod(t *testing.T) {
 	const period, groups = 30 * time.Second, 200
 	start := time.Date(2026, 12, 1, 20, 0, 0, 123456789, time.UTC)
-	now := start
-	r := &ShareGroupReconciler{TotalsRefresh: period, Now: func() time.Time { return now }}
+	clock := testingclock.NewFakePassiveClock(start)
+	r := &ShareGroupReconciler{TotalsRefresh: period, Clock: clock}
 	perSecond := make([]int, period/time.Second)
 	for i := range groups {
 		uid := types.UID(fmt.Sprintf("7f1c2a6e-0000-4000-8000-%012d", i))
-		now = start
+		clock.SetTime(start)
 		first := r.nextTotalsRefresh(uid)
 		if first < period/2 || first >= period*3/2 {
 			t.Fatalf("group %d: first refresh in %s, want within %s..%s", i, first, period/2, period*3/2)
 		}
 		perSecond[int(start.Add(first).Sub(start.Truncate(period))%period/time.Second)]++
-		now = start.Add(first) // the refresh, on time
+		clock.SetTime(start.Add(first)) // the refresh, on time
 		if next := r.nextTotalsRefresh(uid); next != period {
 			t.Fatalf("group %d: refreshed at its slot, next refresh in %s, want a period (%s)", i, next, period)
 		}
-		now = start.Add(first + 40*time.Millisecond) // the refresh, late
+		clock.SetTime(start.Add(first + 40*time.Millisecond)) // the refresh, late
 		if next := r.nextTotalsRefresh(uid); next != period-40*time.Millisecond {
 			t.Fatalf("group %d: refreshed 40ms after its slot, next refresh in %s, want the next slot", i, next)
 		}
@@ -77,16 +79,17 @@ func TestTotalsRefreshesAreSpreadOverThePeriod(t *testing.T) {
 func TestTotalsRefreshAfterAnEarlyPass(t *testing.T) {
 	const period = 30 * time.Second
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
-	r := &ShareGroupReconciler{TotalsRefresh: period, Now: func() time.Time { return now }}
+	clock := testingclock.NewFakePassiveClock(now)
+	r := &ShareGroupReconciler{TotalsRefresh: period, Clock: clock}
 	uid := types.UID("a8d3a0c4-5b7e-4c57-9e0b-5e1f3b2d7c10")
 	slot := now.Add(r.nextTotalsRefresh(uid))
 	for _, before := range []time.Duration{time.Second, period/2 - time.Millisecond} {
-		now = slot.Add(-before)
+		clock.SetTime(slot.Add(-before))
 		if next := r.nextTotalsRefresh(uid); next != before+period {
 			t.Fatalf("pass %s before the slot: next refresh in %s, want %s (the slot after)", before, next, before+period)
 		}
 	}
-	now = slot.Add(-period / 2)
+	clock.SetTime(slot.Add(-period / 2))
 	if next := r.nextTotalsRefresh(uid); next != period/2 {
 		t.Fatalf("pass half a period before the slot: next refresh in %s, want %s (the slot)", next, period/2)
 	}
@@ -147,7 +150,7 @@ func summaries(partitions ...sharestatev1.SharePartitionState) []partitionSummar
 // youngGroup, on its refresh period.
 func TestNewGroupsPassOften(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	r := &ShareGroupReconciler{TotalsRefresh: 30 * time.Second, Now: func() time.Time { return now }}
+	r := &ShareGroupReconciler{TotalsRefresh: 30 * time.Second, Clock: testingclock.NewFakePassiveClock(now)}
 	group := func(age time.Duration, reason string) *sharestatev1.ShareGroup {
 		sg := &sharestatev1.ShareGroup{ObjectMeta: metav1.ObjectMeta{UID: "u", CreationTimestamp: metav1.NewTime(now.Add(-age))}}
 		sg.Status.Conditions = []metav1.Condition{{Type: sharestatev1.ConditionReady, Reason: reason}}

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,8 +59,8 @@ type SharePartitionStateReconciler struct {
 	ResyncPeriod time.Duration
 	// Namespaces are the namespaces the resync lists; empty: all.
 	Namespaces []string
-	// Now returns the current time (default time.Now).
-	Now func() time.Time
+	// Clock tells the time (default the real clock; tests set a fake one, k8s.io/utils/clock/testing).
+	Clock clock.PassiveClock
 	// PartitionChanged, if set, is told of every status this reconciler wrote (a fence, a condition):
 	// the ShareGroup reconciler, which watches no partition, then refreshes the group's status.
 	PartitionChanged func(namespace string, group sharestatev1.GroupID)
@@ -73,8 +76,8 @@ type SharePartitionStateReconciler struct {
 
 // SetupWithManager registers the reconciler, its watch of pods and its resync with the manager.
 func (r *SharePartitionStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
 	}
 	if r.MaxConcurrentReconciles <= 0 {
 		r.MaxConcurrentReconciles = 1
@@ -155,7 +158,7 @@ func (r *SharePartitionStateReconciler) graceLeft(pod *corev1.Pod) time.Duration
 	if ready {
 		return 0
 	}
-	return max(0, r.NotReadyGrace-r.Now().Sub(since))
+	return max(0, r.NotReadyGrace-r.Clock.Now().Sub(since))
 }
 
 // listPageSize bounds the partitions one List returns: a broker may lead thousands, each with up to
@@ -371,7 +374,7 @@ func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *sharesta
 	if err != nil {
 		return leaderVerdict{}, err
 	}
-	verdict := judgeLeader(leader, cached, r.Now(), r.NotReadyGrace)
+	verdict := judgeLeader(leader, cached, r.Clock.Now(), r.NotReadyGrace)
 	if !verdict.stale {
 		return verdict, nil
 	}
@@ -379,7 +382,7 @@ func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *sharesta
 	if err != nil {
 		return leaderVerdict{}, err
 	}
-	verdict = judgeLeader(leader, live, r.Now(), r.NotReadyGrace)
+	verdict = judgeLeader(leader, live, r.Clock.Now(), r.NotReadyGrace)
 	if verdict.podGone() && leader.PodUID != "" {
 		// Deleted, terminating, finished and replaced pods never come back under the same UID: the
 		// partitions this pod still leads need no further live read.
@@ -441,10 +444,11 @@ func (r *SharePartitionStateReconciler) reportLeaderChange(key types.NamespacedN
 	}
 }
 
-// goneUIDs remembers, up to a bound, the pods (by UID) the API server confirmed gone, with the verdict.
+// goneUIDs remembers the pods (by UID) the API server confirmed gone, with the verdict: the
+// maxGoneUIDs most recently used. Forgetting one only costs a live read.
 type goneUIDs struct {
-	mu   sync.Mutex
-	uids map[string]leaderVerdict
+	mu    sync.Mutex
+	cache *lru.Cache // of string → leaderVerdict; made at first use
 }
 
 const maxGoneUIDs = 4096
@@ -455,34 +459,45 @@ func (g *goneUIDs) get(uid string) (leaderVerdict, bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	v, ok := g.uids[uid]
-	return v, ok
+	if g.cache == nil {
+		return leaderVerdict{}, false
+	}
+	v, ok := g.cache.Get(uid)
+	if !ok {
+		return leaderVerdict{}, false
+	}
+	return v.(leaderVerdict), true
 }
 
 func (g *goneUIDs) add(uid string, v leaderVerdict) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.uids == nil || len(g.uids) >= maxGoneUIDs {
-		g.uids = map[string]leaderVerdict{} // forgetting only costs a live read
+	if g.cache == nil {
+		g.cache = lru.New(maxGoneUIDs)
 	}
-	g.uids[uid] = v
+	g.cache.Add(uid, v)
 }
 
 // eventsPerLeader is how many fences of one leader's partitions are reported as separate events.
 const eventsPerLeader = 10
 
-// eventCounter counts events by key, up to a bound on the keys.
+// eventCounter counts events by key, for the maxGoneUIDs keys most recently counted: a key forgotten
+// counts from 1 again, which only reports a few more events.
 type eventCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu    sync.Mutex
+	cache *lru.Cache // of string → int; made at first use
 }
 
 func (c *eventCounter) count(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.counts == nil || len(c.counts) >= maxGoneUIDs {
-		c.counts = map[string]int{}
+	if c.cache == nil {
+		c.cache = lru.New(maxGoneUIDs)
 	}
-	c.counts[key]++
-	return c.counts[key]
+	n := 1
+	if v, ok := c.cache.Get(key); ok {
+		n += v.(int)
+	}
+	c.cache.Add(key, n)
+	return n
 }
