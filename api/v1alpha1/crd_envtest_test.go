@@ -185,31 +185,12 @@ func TestSharePartitionStateStatusValidation(t *testing.T) {
 		{"lowered start offset without a reset", func(s *sharestatev1.SharePartitionStateStatus) { s.StartOffset = 99 }, []string{"status.startOffset of an initialized state may be lowered only by a reset"}},
 		{"start offset below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.StateEpoch, s.StartOffset = 4, -2 }, []string{"status.startOffset"}},
 		{"delivery complete count below -1", func(s *sharestatev1.SharePartitionStateStatus) { s.DeliveryCompleteCount = -2 }, []string{"status.deliveryCompleteCount"}},
-		{"malformed batch: text", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"abc"} }, []string{"status.stateBatches[0]", "want <firstOffset>"}},
-		{"malformed batch: last below first", func(s *sharestatev1.SharePartitionStateStatus) {
-			s.StateBatches = []sharestatev1.StateBatch{"110-105/0/1"}
-		}, []string{"status.stateBatches[0]", "lastOffset must be above firstOffset"}},
-		{"malformed batch: last equal to first", func(s *sharestatev1.SharePartitionStateStatus) {
-			s.StateBatches = []sharestatev1.StateBatch{"110-110/0/1"}
-		}, []string{"status.stateBatches[0]"}},
-		{"malformed batch: acquired is never stored", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"110/1/1"} }, []string{"status.stateBatches[0]", "1 (ACQUIRED) is never stored"}},
-		{"malformed batch: count over int16", func(s *sharestatev1.SharePartitionStateStatus) {
-			s.StateBatches = []sharestatev1.StateBatch{"110/0/40000"}
-		}, []string{"status.stateBatches[0]", "deliveryCount must be 0 to 32767"}},
-		{"malformed batch: single offset over int64", func(s *sharestatev1.SharePartitionStateStatus) {
-			s.StartOffset, s.StateEpoch = 0, 4
-			s.StateBatches = []sharestatev1.StateBatch{"9999999999999999999/0/1"}
-		}, []string{"status.stateBatches[0]"}},
+		// The batch's shape; its grammar is the codec's (TestStateBatchSchemaBoundsTheShape).
+		{"malformed batch: text", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"abc"} }, []string{"status.stateBatches[0]", "should match"}},
+		{"malformed batch: negative offset", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"-5/0/1"} }, []string{"status.stateBatches[0]"}},
 		{"largest valid batch", func(s *sharestatev1.SharePartitionStateStatus) {
 			s.StateBatches = []sharestatev1.StateBatch{"9223372036854775806-9223372036854775807/4/32767"}
 		}, nil},
-		{"malformed batch: negative offset", func(s *sharestatev1.SharePartitionStateStatus) { s.StateBatches = []sharestatev1.StateBatch{"-5/0/1"} }, []string{"status.stateBatches[0]"}},
-		{"malformed batch: leading zero", func(s *sharestatev1.SharePartitionStateStatus) {
-			s.StateBatches = []sharestatev1.StateBatch{"0110/0/1"}
-		}, []string{"status.stateBatches[0]"}},
-		{"malformed batch: offset over int64", func(s *sharestatev1.SharePartitionStateStatus) {
-			s.StateBatches = []sharestatev1.StateBatch{"9223372036854775806-9999999999999999999/0/1"}
-		}, []string{"status.stateBatches[0]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

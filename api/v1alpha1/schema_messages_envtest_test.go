@@ -18,31 +18,37 @@ import (
 	"github.com/sharestate/sharestate-operator/test/testenv"
 )
 
-// The schema accepts exactly the batches the codec parses, or the API server would accept batches the
-// persister reports as corrupt (or refuse ones it writes): the codec's batches at their edges, and
-// random changes of them, are offered to both.
-func TestStateBatchSchemaAcceptsWhatTheCodecParses(t *testing.T) {
+// The schema accepts every batch the codec parses, or the persister's writes would be refused: the
+// codec's batches at their edges, and random changes of them, are offered to both. What the schema
+// refuses it refuses for its shape or length, naming the batch; what it accepts and the codec refuses
+// is left to the codec, the grammar's one implementation (TestCorruptStoredStateIsReported).
+func TestStateBatchSchemaAcceptsEveryBatchTheCodecParses(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
 	sps := initialized(t, env.Namespace(t))
-	accepted, refused := 0, 0
+	parsed, refused, leftToCodec := 0, 0, 0
 	for _, batch := range batchCandidates(rand.New(rand.NewPCG(33, 5))) {
 		_, parseErr := sharestate.ParseBatch(batch)
 		probe := sps.DeepCopy()
 		probe.Status.StateBatches = []sharestatev1.StateBatch{sharestatev1.StateBatch(batch)}
 		err := env.Client.Status().Update(ctx, probe, client.DryRunAll)
-		if (err == nil) != (parseErr == nil) {
-			t.Errorf("batch %q: the API server says %v, the codec %v", batch, err, parseErr)
-		}
-		if err == nil {
-			accepted++
-		} else {
+		switch {
+		case parseErr == nil && err != nil:
+			t.Errorf("batch %q: the codec parses it, the API server refuses it: %v", batch, err)
+		case parseErr == nil:
+			parsed++
+		case err != nil:
 			refused++
+			if !strings.Contains(err.Error(), "status.stateBatches[0]") {
+				t.Errorf("batch %q: the refusal does not name the batch: %v", batch, err)
+			}
+		default:
+			leftToCodec++
 		}
 	}
-	t.Logf("%d batches accepted, %d refused", accepted, refused)
-	if accepted < 100 || refused < 100 {
-		t.Errorf("%d batches accepted and %d refused: too few of one kind to compare", accepted, refused)
+	t.Logf("%d batches parsed and accepted; of the others, %d refused by the schema and %d left to the codec", parsed, refused, leftToCodec)
+	if parsed < 100 || refused < 50 || leftToCodec < 20 { // seeded: the counts are always the same
+		t.Errorf("%d parsed, %d refused, %d left to the codec: too few of one kind to compare", parsed, refused, leftToCodec)
 	}
 }
 
@@ -87,9 +93,10 @@ func batchCandidates(r *rand.Rand) []string {
 	return candidates
 }
 
-// A refused state batch is explained in words, naming the batch, and never with the schema's
-// regular expression.
-func TestStateBatchRefusalsSayWhatIsWrong(t *testing.T) {
+// The schema refuses a string that is not shaped like a batch, or is longer than the longest one, and
+// says so in a short pattern; a batch of that shape whose numbers break the grammar is accepted here
+// and reported as corrupt by whatever decodes it.
+func TestStateBatchSchemaBoundsTheShape(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -97,22 +104,18 @@ func TestStateBatchRefusalsSayWhatIsWrong(t *testing.T) {
 		batch string
 		want  string // "": accepted
 	}{
-		{"110/1/1", `stateBatch "110/1/1": deliveryState 1 (ACQUIRED) is never stored`},
-		{"100-109/1/3", "deliveryState 1 (ACQUIRED) is never stored"},
-		{"110/5/1", "deliveryState must be 0 (AVAILABLE), 2 (ACKNOWLEDGED), 3 (ARCHIVING) or 4 (ARCHIVED)"},
-		{"110/0/32768", "deliveryCount must be 0 to 32767"},
-		{"110/0/32767", ""},
-		{"110-105/0/1", `stateBatch "110-105/0/1": lastOffset must be above firstOffset`},
-		{"110-110/0/1", "lastOffset must be above firstOffset"},
-		{"5-10/0/1", ""}, // a shorter offset is a smaller one, whatever its digits
-		{"10-5/0/1", "lastOffset must be above firstOffset"},
-		{"9223372036854775807/0/1", ""},
-		{"9223372036854775808/0/1", "offsets must fit an int64"},
-		{"0-9223372036854775808/0/1", "offsets must fit an int64"},
-		{"9223372036854775806-9223372036854775807/4/32767", ""},
-		{"abc", `stateBatch "abc": want <firstOffset>[-<lastOffset>]/<deliveryState>/<deliveryCount>`},
-		{"0110/0/1", "want <firstOffset>"},
-		{"-5/0/1", "want <firstOffset>"},
+		{"abc", "should match"},
+		{"-5/0/1", "should match"},
+		{"5/0/1 ", "should match"},
+		{"5/10/1", "should match"},
+		{"5/0/123456", "should match"},
+		{"12345678901234567890/0/1", "should match"},
+		{"", "should match"},
+		{"9223372036854775806-9223372036854775807/4/32767", ""}, // the longest batch: 47 characters
+		{"110/1/1", ""},                                         // ACQUIRED, never stored: the codec's to refuse
+		{"110-105/0/1", ""},
+		{"0110/0/1", ""},
+		{"110/0/40000", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.batch, func(t *testing.T) {
@@ -127,9 +130,6 @@ func TestStateBatchRefusalsSayWhatIsWrong(t *testing.T) {
 				return
 			}
 			expectRefused(t, err, "status.stateBatches[0]", tt.want)
-			if msg := err.Error(); strings.Contains(msg, "[0-9]") || strings.Contains(msg, "evaluation") {
-				t.Errorf("the refusal quotes a regular expression or a failed evaluation: %s", msg)
-			}
 		})
 	}
 }

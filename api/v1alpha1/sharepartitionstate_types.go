@@ -40,19 +40,13 @@ type SharePartitionStateSpec struct {
 	Partition int32 `json:"partition"`
 }
 
-// The schema of a batch is one CEL rule, not a pattern: the API server quotes a failed pattern whole
-// (150 characters of regular expression), where the rule's message says what is wrong, e.g. that a
-// batch in state 1 (ACQUIRED) is never stored; it is computed only for a batch that fails. The rule
-// accepts exactly what the codec parses (sharestate.ParseBatch; a test holds the two together), in
-// parts chosen for the API server's cost estimate, which it multiplies by MaxItems and refuses above
-// 10^7: a regular expression as short as it can be (685 of the 1000 a batch may cost with the codec's
-// whole BatchPattern, 362 with this one), and string comparisons that never fail to evaluate.
-//   - The count: the expression takes 1 to 5 digits, and 5 digits must be at most "32767" (it starts
-//     3 characters after the first slash, behind the one-digit state).
-//   - The offsets: digit strings without leading zeros, so the shorter is the smaller, and of equal
-//     length the lexically smaller. With the dash at d (-1 without one) and the first slash at s, the
-//     first offset has d digits and the last (or only) one s-d-1: "d * 2 + 1 < s" is a longer last
-//     offset, and "s - d < 20" a last offset of fewer than 19 digits, which fits an int64.
+// The schema bounds the string and its shape; the grammar is sharestate.ParseBatch's alone (numbers
+// without leading zeros, offsets of an int64 with the last above the first, a state that is stored, a
+// count of an int16), as is the rule that the batches are sorted and do not overlap, which no per-item
+// rule can check. Every reader and writer of the state decodes with it: the persister answers a state
+// it cannot decode UNKNOWN_SERVER_ERROR and `kubectl sharestate describe` names the batch and what is
+// wrong with it (docs/semantics.md, section 9). The pattern accepts every batch ParseBatch accepts (a
+// test offers both the codec's batches at their edges).
 
 // StateBatch is one run of offsets with one delivery state and count, stored as the compact string
 // "<firstOffset>[-<lastOffset>]/<deliveryState>/<deliveryCount>" (the last offset is left out when it
@@ -60,7 +54,7 @@ type SharePartitionStateSpec struct {
 // 4 ARCHIVED; 1 ACQUIRED is never stored. Example: "1000-1009/2/1" is offsets 1000 to 1009
 // acknowledged after one delivery.
 // +kubebuilder:validation:MaxLength=47
-// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0234]/(0|[1-9][0-9]{0,4})$') && (size(self) - self.indexOf('/') < 8 || self.substring(self.indexOf('/') + 3) <= '32767') && (self.indexOf('-') < 0 || self.indexOf('-') * 2 + 1 < self.indexOf('/') || self.indexOf('-') * 2 + 1 == self.indexOf('/') && self.substring(0, self.indexOf('-')) < self.substring(self.indexOf('-') + 1, self.indexOf('/'))) && (self.indexOf('/') - self.indexOf('-') < 20 || self.substring(self.indexOf('/') - 19, self.indexOf('/')) <= '9223372036854775807')",message="a stored state batch is <firstOffset>[-<lastOffset>]/<deliveryState>/<deliveryCount>: offsets of an int64, lastOffset above firstOffset, deliveryState 0, 2, 3 or 4, deliveryCount of an int16",messageExpression="'stateBatch \"' + self + '\": ' + (!self.matches('^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0-9]+/[0-9]+$') ? 'want <firstOffset>[-<lastOffset>]/<deliveryState>/<deliveryCount>, numbers without leading zeros, e.g. 1000-1009/2/1' : self.matches('^[^/]*/1/') ? 'deliveryState 1 (ACQUIRED) is never stored: a record is acquired only in the memory of the share-partition leader; a stored batch is 0 (AVAILABLE), 2 (ACKNOWLEDGED), 3 (ARCHIVING) or 4 (ARCHIVED)' : !self.matches('^[^/]*/[0234]/') ? 'deliveryState must be 0 (AVAILABLE), 2 (ACKNOWLEDGED), 3 (ARCHIVING) or 4 (ARCHIVED)' : !self.matches('^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0234]/(0|[1-9][0-9]{0,4})$') || !(size(self) - self.indexOf('/') < 8 || self.substring(self.indexOf('/') + 3) <= '32767') ? 'deliveryCount must be 0 to 32767 (an int16), without leading zeros' : 'lastOffset must be above firstOffset (leave it out when they are equal), and offsets must fit an int64 (at most 9223372036854775807)')"
+// +kubebuilder:validation:Pattern=`^[0-9]{1,19}(-[0-9]{1,19})?/[0-9]/[0-9]{1,5}$`
 type StateBatch string
 
 // LeaderRef identifies the share-partition leader that last Read or wrote the state: the broker and

@@ -12,16 +12,12 @@ import (
 //	1000000000000/2/1            offset 10^12, ACKNOWLEDGED, delivered once
 //	1000000000000-1000000000009/0/3
 //
-// The last offset is omitted when it equals the first. The form is readable in `kubectl get -o yaml`,
-// checked by the CRD schema (one CEL rule per element, whose message names what is wrong, e.g. a
-// state that is never stored; api/v1alpha1's test holds it to ParseBatch), and compact: a single-offset batch at offsets near 10^12 takes 20 bytes of JSON with its
-// quotes and comma, where a JSON object with named fields takes about 70. Every write stores the whole
-// status again in etcd, so this size multiplies into the write load.
-
-// BatchPattern is the storage form as a regular expression: FormatBatch only produces strings that
-// match it, and ParseBatch accepts exactly those whose numbers also fit their types. The CRD schema
-// checks the same form with a CEL rule instead, whose message says what is wrong.
-const BatchPattern = `^(0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}))?/[0234]/(0|[1-9][0-9]{0,3}|[1-2][0-9]{4}|3[0-1][0-9]{3}|32[0-6][0-9]{2}|327[0-5][0-9]|3276[0-7])$`
+// The last offset is omitted when it equals the first. The form is readable in `kubectl get -o yaml`
+// and compact: a single-offset batch at offsets near 10^12 takes 20 bytes of JSON with its quotes and
+// comma, where a JSON object with named fields takes about 70. Every write stores the whole status
+// again in etcd, so this size multiplies into the write load. ParseBatch is the form's one grammar:
+// the CRD schema bounds only the string's length and shape (api/v1alpha1, StateBatch), so whatever
+// reads a stored state decodes it here and reports what does not decode as corrupt.
 
 // FormatBatch renders a batch in its storage form. The batch is assumed valid (see StateBatch.Validate).
 func FormatBatch(b StateBatch) string {

@@ -3,6 +3,7 @@ package persister_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -320,14 +321,29 @@ func TestStaleCacheIsFencedByStateEpoch(t *testing.T) {
 }
 
 // A stored object whose batches are corrupt is reported, never used; a reset, even at the stored state
-// epoch, recovers it.
+// epoch, recovers it. The schema bounds only a batch's shape (api/v1alpha1, StateBatch), so kubectl can
+// store a batch of that shape that breaks the grammar, as well as batches that overlap.
 func TestCorruptStoredStateIsReported(t *testing.T) {
 	testenv.Require(t, env)
+	for _, tt := range []struct {
+		name    string
+		batches []sharestatev1.StateBatch
+	}{
+		{"batches that overlap", []sharestatev1.StateBatch{"5-10/0/1", "7/2/1"}},
+		{"a batch in state 1, ACQUIRED", []sharestatev1.StateBatch{"110/1/1"}},
+		{"a last offset below the first", []sharestatev1.StateBatch{"110-105/0/1"}},
+		{"a count above an int16", []sharestatev1.StateBatch{"110/0/40000"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { checkCorruptStateReported(t, tt.batches) })
+	}
+}
+
+func checkCorruptStateReported(t *testing.T, batches []sharestatev1.StateBatch) {
 	ns := env.Namespace(t)
 	p := newPersister(t, ns, 1)
 	expectCode(t, "initialize", initialize(t, p, "g", 0, 1, 0), sharestate.ErrNone)
 	obj := getObject(t, ns, "g", 0)
-	obj.Status.StateBatches = []sharestatev1.StateBatch{"5-10/0/1", "7/2/1"} // each valid, together overlapping
+	obj.Status.StateBatches = batches
 	if err := env.Client.Status().Update(context.Background(), obj); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +352,7 @@ func TestCorruptStoredStateIsReported(t *testing.T) {
 		t.Fatalf("read of a corrupt state: %+v", r)
 	}
 	expectCode(t, "write to a corrupt state", write(t, p, "g", writeOf(1, 0, -1)), sharestate.ErrUnknownServerError)
-	if got := getObject(t, ns, "g", 0).Status.StateBatches; len(got) != 2 {
+	if got := getObject(t, ns, "g", 0).Status.StateBatches; !slices.Equal(got, batches) {
 		t.Fatalf("the corrupt state was overwritten: %v", got)
 	}
 	expectCode(t, "summary still answers", summary(t, p, "g", 0).PartitionResult, sharestate.ErrNone)
