@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	testingclock "k8s.io/utils/clock/testing"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )

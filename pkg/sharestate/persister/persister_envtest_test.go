@@ -339,6 +339,7 @@ func TestCorruptStoredStateIsReported(t *testing.T) {
 }
 
 func checkCorruptStateReported(t *testing.T, batches []sharestatev1.StateBatch) {
+	t.Helper()
 	ns := env.Namespace(t)
 	p := newPersister(t, ns, 1)
 	expectCode(t, "initialize", initialize(t, p, "g", 0, 1, 0), sharestate.ErrNone)
