@@ -17,7 +17,8 @@ import (
 const DefaultResyncPeriod = 2 * time.Minute
 
 // partitionResync looks at every partition once a period: it lists them from the API server, a page
-// at a time, and reconciles each as a pod's request does (reconcilePartition). It finds what no pod
+// at a time, records each in the partition book and asks the SharePartitionState reconciler for a
+// reconcile of each one whose look would change something (needsReconcile). It finds what no pod
 // event brings:
 //   - a partition whose recorded leader's pod went while the operator was down, or before the
 //     partition's first state was written, or was replaced under its name unseen;
@@ -27,11 +28,11 @@ const DefaultResyncPeriod = 2 * time.Minute
 //   - the conditions (Initialized, Fenced turned False) and the LeaderChanged events of the leader
 //     changes since the last look, which the operator no longer learns from a watch of partitions.
 //
-// It records every partition in the partition book, from which the ShareGroup reconciler computes
-// the groups' statuses at their refreshes.
+// The ShareGroup reconciler computes the groups' statuses from the book.
 //
-// It writes only what changed, so its cost grows with the number of partitions (one List of them a
-// period), never with the rate of writes. It runs on the elected operator only.
+// Its cost grows with the number of partitions (one List of them a period, and a reconcile, which
+// reads the partition again, only of those that need one), never with the rate of writes. It runs on
+// the elected operator only.
 type partitionResync struct {
 	r *SharePartitionStateReconciler
 }
@@ -87,7 +88,7 @@ func (s *partitionResync) pageGap(n int) time.Duration {
 // period), at the price of a List request for each.
 const resyncPageSize = 100
 
-// pass reconciles every partition of the namespaces, pausing gap after each page, records them in the
+// pass looks at every partition of the namespaces, pausing gap after each page, records them in the
 // partition book, and returns how many it looked at.
 func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, error) {
 	namespaces := s.r.Namespaces
@@ -99,11 +100,9 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 		err := listPages(ctx, s.r.APIReader, ns, func(page []sharestatev1.SharePartitionState) error {
 			for i := range page {
 				seen[client.ObjectKeyFromObject(&page[i])] = true
-			}
-			// A partition's error is the next pass's to retry; the others go on.
-			_, err := s.r.reconcilePartitions(ctx, page)
-			if err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Could not reconcile some partitions")
+				if err := s.look(ctx, &page[i]); err != nil {
+					return err
+				}
 			}
 			if gap > 0 && !sleepFor(ctx, gap) {
 				return ctx.Err()
@@ -114,7 +113,8 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 			return len(seen), fmt.Errorf("listing the partitions: %w", err)
 		}
 	}
-	// The counts are the book's, as reconciled: a fence or condition written in the pass shows at once.
+	// The counts are the book's, as looked at and reconciled: a fence or condition written in the pass
+	// shows.
 	// Each group takes what the pass recorded at its own moment of its refresh period, not all at the
 	// pass's end: their status writes stay spread over the period.
 	s.r.counts.set(s.r.Book.passed(seen))
@@ -126,6 +126,18 @@ func (s *partitionResync) pass(ctx context.Context, gap time.Duration) (int, err
 		return true
 	})
 	return len(seen), nil
+}
+
+// look records the partition in the book, reports a change of its leader and asks for its reconcile
+// when that would change something. A partition it cannot judge (its pod unreadable from the cache)
+// is asked for too: its reconcile retries with the work queue's back-off.
+func (s *partitionResync) look(ctx context.Context, obj *sharestatev1.SharePartitionState) error {
+	s.r.Book.record(obj)
+	s.r.reportLeaderChange(client.ObjectKeyFromObject(obj), obj)
+	if !s.r.needsReconcile(ctx, obj) {
+		return nil
+	}
+	return s.r.request(ctx, obj)
 }
 
 // sleepFor waits d, and reports false if ctx ended first.

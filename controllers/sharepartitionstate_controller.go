@@ -1,11 +1,8 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -19,9 +16,11 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 )
@@ -37,12 +36,13 @@ const maxFenceAttempts = 16
 // long), it raises the partition's state epoch, so every later write from that leader is answered
 // FENCED_STATE_EPOCH (semantics §9). It also reports Initialized and leader changes.
 //
-// It watches pods, not partitions: the persister rewrites a partition's status on every write, and
-// none of those writes changes what this reconciler decides. A request is a pod; the partitions it
-// leads are listed from the API server by the label the persister sets at each change of leader
-// (sharestatev1.LabelLeaderPod), and each is decided on its status, the label being only a hint. What
-// no pod event brings (a partition whose leader's pod went while the operator was down, a label the
-// persister could not set or someone removed) the periodic resync finds (resync.go).
+// A request is one SharePartitionState, read from the API server, decided on its status and written
+// conditional on the resourceVersion it was read at; MaxConcurrentReconciles of them run at once. It
+// watches no partition: the persister rewrites a partition's status on every write, and none of those
+// writes changes what this reconciler decides. Two things bring a partition here instead: the end of
+// its leader's pod, which the leader-pod reconciler turns into a request for each partition labelled
+// with that pod (leaderpod_controller.go), and the periodic resync, which asks for each partition
+// whose look it finds would change something (resync.go). The label is only a hint; status decides.
 type SharePartitionStateReconciler struct {
 	// Client reads pods from the manager's cache and writes to the API server.
 	Client client.Client
@@ -52,7 +52,7 @@ type SharePartitionStateReconciler struct {
 	Recorder events.EventRecorder
 	// NotReadyGrace, when above zero, also fences a leader whose pod has not been Ready for that long.
 	NotReadyGrace time.Duration
-	// MaxConcurrentReconciles is the number of partitions fenced at once.
+	// MaxConcurrentReconciles is the number of partitions reconciled (fenced) at once.
 	MaxConcurrentReconciles int
 	// ResyncPeriod is how often every partition is looked at (default DefaultResyncPeriod).
 	ResyncPeriod time.Duration
@@ -67,13 +67,20 @@ type SharePartitionStateReconciler struct {
 	// own; the operator shares one with the ShareGroup reconciler).
 	Book *PartitionBook
 
+	requests    chan event.GenericEvent // partitions to reconcile, from the leader-pod reconciler and the resync
+	listed      sync.Map                // types.NamespacedName → *SharePartitionState: as its requester listed it
 	gone        goneUIDs
 	counts      countsOfLastPass
 	fenceEvents eventCounter
 	leaderEpoch sync.Map // types.NamespacedName → int32: the leader epoch last seen, to report changes
 }
 
-// SetupWithManager registers the reconciler, its watch of pods and its resync with the manager.
+// requestsBuffer is how many partition requests wait to enter the work queue: the queue takes them as
+// fast as they come, so the buffer only smooths a burst (a pod's thousand partitions).
+const requestsBuffer = 1024
+
+// SetupWithManager registers the reconciler, the leader-pod reconciler that feeds it and the resync
+// with the manager.
 func (r *SharePartitionStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -87,36 +94,52 @@ func (r *SharePartitionStateReconciler) SetupWithManager(mgr ctrl.Manager) error
 	if r.Book == nil {
 		r.Book = NewPartitionBook()
 	}
+	r.requests = make(chan event.GenericEvent, requestsBuffer)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("sharepartitionstate").
-		// A leader's pod going away is what fences it: the pod's request lists the partitions it leads.
-		For(&corev1.Pod{}, builder.WithPredicates(podMayHaveGone(r.NotReadyGrace))).
-		// A pod's partitions are fenced MaxConcurrentReconciles at a time within its request; two
-		// workers let a second pod's fences start while the first's run.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		WatchesRawSource(source.Channel(r.requests, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
+		return err
+	}
+	if err := (&leaderPodReconciler{partitions: r}).setupWithManager(mgr); err != nil {
 		return err
 	}
 	return mgr.Add(&partitionResync{r: r})
 }
 
-// sortInGroupOrder returns the partitions sorted by group id, topic id and partition. The API server
-// returns them in the order of their names, which scatters a broker's partitions over all its groups:
-// fenced in that order every one of those groups would change, and write its status, every
-// partitionChangeDelay until the last fence (at 1,000 partitions in 20 groups, about 20 writes a
-// second beside the fences). In group order the groups are fenced one after another, and each writes
-// its status once or twice.
-func sortInGroupOrder(items []sharestatev1.SharePartitionState) []*sharestatev1.SharePartitionState {
-	sorted := make([]*sharestatev1.SharePartitionState, len(items))
-	for i := range items {
-		sorted[i] = &items[i]
+// request asks for a reconcile of the partition, as just listed from the API server. Its reconcile
+// starts from that copy rather than reading the partition again: a pod's end reconciles all its
+// partitions, and a second read of each would cost as many requests. The copy may be stale by then;
+// the write is conditional on its resourceVersion, and a conflict reads the partition live (as any
+// conflict does). The work queue takes a partition asked for twice before its reconcile once, and
+// never reconciles one partition in two workers at once.
+func (r *SharePartitionStateReconciler) request(ctx context.Context, obj *sharestatev1.SharePartitionState) error {
+	r.listed.Store(client.ObjectKeyFromObject(obj), obj)
+	select {
+	case r.requests <- event.GenericEvent{Object: obj}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	slices.SortFunc(sorted, func(a, b *sharestatev1.SharePartitionState) int {
-		return cmp.Or(cmp.Compare(a.Spec.GroupID, b.Spec.GroupID), cmp.Compare(a.Spec.TopicID, b.Spec.TopicID),
-			cmp.Compare(a.Spec.Partition, b.Spec.Partition), cmp.Compare(a.Name, b.Name))
-	})
-	return sorted
+}
+
+// current returns the partition as listed by its requester, or else as read from the API server now;
+// nil when it does not exist.
+func (r *SharePartitionStateReconciler) current(ctx context.Context, key types.NamespacedName) (*sharestatev1.SharePartitionState, error) {
+	if listed, ok := r.listed.LoadAndDelete(key); ok {
+		return listed.(*sharestatev1.SharePartitionState), nil
+	}
+	obj := &sharestatev1.SharePartitionState{}
+	if err := r.APIReader.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s: %w", key, err)
+	}
+	dropStateBatches(obj)
+	return obj, nil
 }
 
 // +kubebuilder:rbac:groups=sharestate.dev,resources=sharepartitionstates,verbs=get;list;patch
@@ -124,25 +147,21 @@ func sortInGroupOrder(items []sharestatev1.SharePartitionState) []*sharestatev1.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile fences the partitions the pod leads, if it is gone, and keeps their conditions current.
+// Reconcile fences the partition, if its recorded leader is gone, and keeps its conditions and its
+// leader-pod label current. A partition whose leader is within its not-Ready grace is looked at again
+// when the grace ends.
 func (r *SharePartitionStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pod", req.NamespacedName))
-	pod, err := r.getPod(ctx, r.Client, req.NamespacedName)
+	obj, err := r.current(ctx, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	partitions, err := r.partitionsLabelled(ctx, req.Namespace, req.Name)
+	if obj == nil {
+		r.leaderEpoch.Delete(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	recheck, err := r.reconcilePartition(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	recheck, err := r.reconcilePartitions(ctx, partitions)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	// A pod not Ready within its grace is looked at again when the grace ends, whether or not it led
-	// anything when this pass listed: a Read may record it as a leader meanwhile.
-	if rest := r.graceLeft(pod); rest > 0 && (recheck == 0 || rest < recheck) {
-		recheck = rest
 	}
 	return ctrl.Result{RequeueAfter: recheck}, nil
 }
@@ -158,23 +177,6 @@ func (r *SharePartitionStateReconciler) graceLeft(pod *corev1.Pod) time.Duration
 		return 0
 	}
 	return max(0, r.NotReadyGrace-r.Clock.Now().Sub(since))
-}
-
-// listPageSize bounds the partitions one List returns: a broker may lead thousands, each with up to
-// 10,000 batches.
-const listPageSize = 500
-
-// partitionsLabelled lists, from the API server, the partitions labelled as led by the pod.
-func (r *SharePartitionStateReconciler) partitionsLabelled(ctx context.Context, namespace, podName string) ([]sharestatev1.SharePartitionState, error) {
-	var all []sharestatev1.SharePartitionState
-	err := listPages(ctx, r.APIReader, namespace, func(page []sharestatev1.SharePartitionState) error {
-		all = append(all, page...)
-		return nil
-	}, client.MatchingLabels{sharestatev1.LabelLeaderPod: sharestatev1.LeaderPodLabelValue(podName)})
-	if err != nil {
-		return nil, fmt.Errorf("listing the partitions pod %s/%s leads: %w", namespace, podName, err)
-	}
-	return all, nil
 }
 
 // listPages lists the partitions of namespace ("" for all) from reader a page at a time, and hands
@@ -198,39 +200,9 @@ func listPages(ctx context.Context, reader client.Reader, namespace string, visi
 	}
 }
 
-// reconcilePartitions reconciles the partitions, MaxConcurrentReconciles at a time, in group order.
-// It returns the earliest recheck any of them asked for, and their errors.
-func (r *SharePartitionStateReconciler) reconcilePartitions(ctx context.Context, items []sharestatev1.SharePartitionState) (time.Duration, error) {
-	sorted := sortInGroupOrder(items)
-	var (
-		mu      sync.Mutex
-		recheck time.Duration
-		errs    []error
-		next    = make(chan *sharestatev1.SharePartitionState)
-		wg      sync.WaitGroup
-	)
-	for range min(r.MaxConcurrentReconciles, len(sorted)) {
-		wg.Go(func() {
-			for obj := range next {
-				after, err := r.reconcilePartition(ctx, obj)
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				if after > 0 && (recheck == 0 || after < recheck) {
-					recheck = after
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for _, obj := range sorted {
-		next <- obj
-	}
-	close(next)
-	wg.Wait()
-	return recheck, errors.Join(errs...)
-}
+// listPageSize bounds the partitions one List returns: a broker may lead thousands, each with up to
+// 10,000 batches.
+const listPageSize = 500
 
 // reconcilePartition fences the partition if its recorded leader is stale, keeps its conditions
 // current and its leader-pod label in line with its status. obj is the partition as just read from
@@ -272,15 +244,7 @@ func (r *SharePartitionStateReconciler) reconcilePartition(ctx context.Context, 
 // sends the persister's fields as it happens to hold them, so an object the persister has created but
 // not yet initialized keeps no start offset of the operator's making.
 func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *sharestatev1.SharePartitionState, verdict leaderVerdict) error {
-	updated := obj.DeepCopy()
-	exhausted := verdict.stale && !canFence(obj)
-	if verdict.stale && !exhausted {
-		fence(updated, verdict)
-	}
-	setObservedConditions(updated)
-	if exhausted {
-		setFenceRefused(updated, verdict)
-	}
+	updated, exhausted := plannedStatus(obj, verdict)
 	if equality.Semantic.DeepEqual(obj.Status, updated.Status) {
 		return nil
 	}
@@ -302,6 +266,22 @@ func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *sh
 		r.PartitionChanged(obj.Namespace, obj.Spec.GroupID)
 	}
 	return nil
+}
+
+// plannedStatus returns the partition as the verdict wants it: fenced when its leader is stale and
+// its state epoch can still be raised, with its conditions set from its status. exhausted says the
+// leader is stale and the state epoch at its maximum.
+func plannedStatus(obj *sharestatev1.SharePartitionState, verdict leaderVerdict) (planned *sharestatev1.SharePartitionState, exhausted bool) {
+	planned = obj.DeepCopy()
+	exhausted = verdict.stale && !canFence(obj)
+	if verdict.stale && !exhausted {
+		fence(planned, verdict)
+	}
+	setObservedConditions(planned)
+	if exhausted {
+		setFenceRefused(planned, verdict)
+	}
+	return planned, exhausted
 }
 
 // repairLabel sets the partition's leader-pod label to what its status says, when the persister did
@@ -361,23 +341,12 @@ func (r *SharePartitionStateReconciler) reportFenceRefused(ctx context.Context, 
 // judge decides whether the partition's recorded leader is stale. A stale verdict from the cache is
 // confirmed by reading the pod from the API server, unless that pod's UID is already known to be gone.
 func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *sharestatev1.SharePartitionState) (leaderVerdict, error) {
+	verdict, confirmed, err := r.cachedVerdict(ctx, obj)
+	if err != nil || confirmed || !verdict.stale {
+		return verdict, err
+	}
 	leader := obj.Status.Leader
-	if leader == nil || leader.PodName == "" {
-		return leaderVerdict{}, nil
-	}
-	if verdict, ok := r.gone.get(leader.PodUID); ok {
-		return verdict, nil
-	}
-	key := types.NamespacedName{Namespace: obj.Namespace, Name: leader.PodName}
-	cached, err := r.getPod(ctx, r.Client, key)
-	if err != nil {
-		return leaderVerdict{}, err
-	}
-	verdict := judgeLeader(leader, cached, r.Clock.Now(), r.NotReadyGrace)
-	if !verdict.stale {
-		return verdict, nil
-	}
-	live, err := r.getPod(ctx, r.APIReader, key)
+	live, err := r.getPod(ctx, r.APIReader, types.NamespacedName{Namespace: obj.Namespace, Name: leader.PodName})
 	if err != nil {
 		return leaderVerdict{}, err
 	}
@@ -388,6 +357,23 @@ func (r *SharePartitionStateReconciler) judge(ctx context.Context, obj *sharesta
 		r.gone.add(leader.PodUID, verdict)
 	}
 	return verdict, nil
+}
+
+// cachedVerdict decides whether the partition's recorded leader is stale without a request to the API
+// server: from the pods known gone (confirmed), else from the cached pod (to be confirmed when stale).
+func (r *SharePartitionStateReconciler) cachedVerdict(ctx context.Context, obj *sharestatev1.SharePartitionState) (verdict leaderVerdict, confirmed bool, err error) {
+	leader := obj.Status.Leader
+	if leader == nil || leader.PodName == "" {
+		return leaderVerdict{}, true, nil
+	}
+	if verdict, ok := r.gone.get(leader.PodUID); ok {
+		return verdict, true, nil
+	}
+	cached, err := r.getPod(ctx, r.Client, types.NamespacedName{Namespace: obj.Namespace, Name: leader.PodName})
+	if err != nil {
+		return leaderVerdict{}, false, err
+	}
+	return judgeLeader(leader, cached, r.Clock.Now(), r.NotReadyGrace), false, nil
 }
 
 // getPod reads a pod; nil when it does not exist.
@@ -499,4 +485,19 @@ func (c *eventCounter) count(key string) int {
 	}
 	c.cache.Add(key, n)
 	return n
+}
+
+// needsReconcile reports whether a reconcile of the partition, as listed, would change anything: fence
+// it (its leader stale by the cache: the reconcile confirms it), set a condition, repair its label, or
+// look again at the end of its leader's not-Ready grace. It sends no request to the API server.
+func (r *SharePartitionStateReconciler) needsReconcile(ctx context.Context, obj *sharestatev1.SharePartitionState) bool {
+	if _, labelled := wantedLeaderLabel(obj); !labelled {
+		return true
+	}
+	verdict, _, err := r.cachedVerdict(ctx, obj)
+	if err != nil || verdict.stale || verdict.recheckAfter > 0 {
+		return true
+	}
+	planned, _ := plannedStatus(obj, verdict)
+	return !equality.Semantic.DeepEqual(obj.Status, planned.Status)
 }
