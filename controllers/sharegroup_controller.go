@@ -190,7 +190,8 @@ func (r *ShareGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("group", sg.Spec.GroupID))
 	if !sg.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, sg)
+		recheck, err := r.finalize(ctx, sg)
+		return ctrl.Result{RequeueAfter: recheck}, err
 	}
 	s := &groupScope{group: sg, stored: sg.DeepCopy()}
 	phaseErr := r.doReconcile(ctx, s, []groupPhase{r.ensureFinalizer, r.adoptPartitions, r.reconcileReset})
@@ -441,27 +442,33 @@ func (r *ShareGroupReconciler) reportMisnamed(sg *sharestatev1.ShareGroup, names
 	meta.SetStatusCondition(&sg.Status.Conditions, c)
 }
 
-// finalize deletes the group's partition state, and lets the group go once none is left.
-func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *sharestatev1.ShareGroup) error {
+// finalizeRecheck is how soon a group whose partition states are still being deleted is looked at
+// again: a partition's deletion waits only for its own finalizers, if someone set any.
+const finalizeRecheck = time.Second
+
+// finalize deletes the group's partition state, and lets the group go once none is left. While some
+// is left it returns when to look again.
+func (r *ShareGroupReconciler) finalize(ctx context.Context, sg *sharestatev1.ShareGroup) (time.Duration, error) {
 	if !controllerutil.ContainsFinalizer(sg, sharestatev1.FinalizerPartitionState) {
-		return nil
+		return 0, nil
 	}
 	left, err := r.deletePartitionState(ctx, sg)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if left > 0 {
-		return fmt.Errorf("%d partition states of the group are still being deleted", left)
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the group's partition states to be deleted", "left", left)
+		return finalizeRecheck, nil
 	}
 	// A merge patch replaces the whole finalizer list: the optimistic lock keeps it from dropping a
 	// finalizer someone else added meanwhile. A group already gone has nothing left to finalize.
 	patch := client.MergeFromWithOptions(sg.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(sg, sharestatev1.FinalizerPartitionState)
 	if err := client.IgnoreNotFound(r.Client.Patch(ctx, sg, patch)); err != nil {
-		return fmt.Errorf("removing the finalizer: %w", err)
+		return 0, fmt.Errorf("removing the finalizer: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted the group's partition state")
-	return nil
+	return 0, nil
 }
 
 // deletePartitionState deletes the group's SharePartitionStates and returns how many the API server
