@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 // leaderPodReconciler turns the end of a pod into requests of the SharePartitionState reconciler: a
@@ -55,7 +56,7 @@ func (p *leaderPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // a time and without their state batches.
 func (p *leaderPodReconciler) partitionsLabelled(ctx context.Context, namespace, podName string) ([]sharestatev1.SharePartitionState, error) {
 	var all []sharestatev1.SharePartitionState
-	err := listPages(ctx, p.partitions.APIReader, namespace, func(page []sharestatev1.SharePartitionState) error {
+	err := partitionbook.ListPages(ctx, p.partitions.APIReader, namespace, func(page []sharestatev1.SharePartitionState) error {
 		all = append(all, page...)
 		return nil
 	}, client.MatchingLabels{sharestatev1.LabelLeaderPod: sharestatev1.LeaderPodLabelValue(podName)})

@@ -12,6 +12,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 // fencesTotal counts the fences the operator made, by reason (a condition reason: a small fixed set).
@@ -57,36 +58,18 @@ var (
 		"ShareGroups by the status of their Ready condition.", []string{"ready"}, nil)
 )
 
-// partitionCounts counts partitions by condition.
-type partitionCounts struct {
-	total, initialized, fenced, withLeader int
-}
-
-func (c *partitionCounts) add(p partitionSummary) {
-	c.total++
-	if p.initialized {
-		c.initialized++
-	}
-	if p.fenced {
-		c.fenced++
-	}
-	if p.withLeader {
-		c.withLeader++
-	}
-}
-
 // countsOfLastPass holds the counts of the last complete resync pass; none before the first.
 type countsOfLastPass struct {
-	last atomic.Pointer[partitionCounts]
+	last atomic.Pointer[partitionbook.Counts]
 }
 
-func (c *countsOfLastPass) set(counts partitionCounts) { c.last.Store(&counts) }
+func (c *countsOfLastPass) set(counts partitionbook.Counts) { c.last.Store(&counts) }
 
-func (c *countsOfLastPass) get() (partitionCounts, bool) {
+func (c *countsOfLastPass) get() (partitionbook.Counts, bool) {
 	if p := c.last.Load(); p != nil {
 		return *p, true
 	}
-	return partitionCounts{}, false
+	return partitionbook.Counts{}, false
 }
 
 // PartitionsCollector reports partitions and groups by condition. It is a manager Runnable only so
@@ -120,8 +103,8 @@ func (c *PartitionsCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *PartitionsCollector) Collect(ch chan<- prometheus.Metric) {
 	if counts, ok := c.partitions.counts.get(); ok {
-		for state, n := range map[string]int{"total": counts.total, "initialized": counts.initialized,
-			"fenced": counts.fenced, "with_leader": counts.withLeader} {
+		for state, n := range map[string]int{"total": counts.Total, "initialized": counts.Initialized,
+			"fenced": counts.Fenced, "with_leader": counts.WithLeader} {
 			ch <- prometheus.MustNewConstMetric(partitionsDesc, prometheus.GaugeValue, float64(n), state)
 		}
 	}

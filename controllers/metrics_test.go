@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 // groupLister is a cache reader that answers List of ShareGroups with none, records whether each List
@@ -43,7 +44,7 @@ func TestCollectorReportsTheLastResync(t *testing.T) {
 		t.Fatalf("gathered %d partition series before a resync (%v), want none", n, err)
 	}
 
-	var counts partitionCounts
+	var counts partitionbook.Counts
 	now := metav1.Now()
 	fenced := sharestatev1.SharePartitionState{}
 	fenced.Status.CreateTime = &now
@@ -52,7 +53,7 @@ func TestCollectorReportsTheLastResync(t *testing.T) {
 	led.Status.CreateTime = &now
 	led.Status.Leader = &sharestatev1.LeaderRef{PodName: "kafka-0"}
 	for _, p := range []*sharestatev1.SharePartitionState{&fenced, &led, {}} {
-		counts.add(summaryOf(p))
+		counts.Add(partitionbook.SummaryOf(p))
 	}
 	r.counts.set(counts)
 	want := `

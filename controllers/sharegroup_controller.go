@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 // groupIDIndex indexes the cached ShareGroups by their Kafka group id.
@@ -57,7 +58,7 @@ type ShareGroupReconciler struct {
 	Clock clock.PassiveClock
 	// Book holds the partitions as the operator last saw them (filled by the fencing reconciler's
 	// resync); a group's status is computed from it.
-	Book *PartitionBook
+	Book *partitionbook.Book
 
 	persisters persisterSet
 	// changed carries the partitions whose status the fencing reconciler wrote, to pass their groups.
@@ -171,7 +172,7 @@ type groupScope struct {
 	stored *sharestatev1.ShareGroup
 	// partitions are the group's own partitions, adopted if need be; listed says they were listed
 	// (a pass whose phases stopped before keeps the aggregate it had).
-	partitions []partitionSummary
+	partitions []partitionbook.Summary
 	listed     bool
 }
 
@@ -312,7 +313,7 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 // MisnamedPartitionStates condition names it, for an admin to delete.
 func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScope) error {
 	sg := s.group
-	list, complete := r.Book.partitionsOf(sg.Namespace, sg.Spec.GroupID)
+	list, complete := r.Book.Group(sg.Namespace, sg.Spec.GroupID)
 	if !complete || len(list) == 0 || beingCreated(sg) {
 		var err error
 		if list, err = r.listPartitions(ctx, sg); err != nil {
@@ -322,11 +323,11 @@ func (r *ShareGroupReconciler) adoptPartitions(ctx context.Context, s *groupScop
 	owned := list[:0]
 	var misnamed []string
 	for _, p := range list {
-		if p.controller != "" && p.controller != sg.UID {
+		if p.Controller != "" && p.Controller != sg.UID {
 			continue // another ShareGroup with the same group id holds it
 		}
-		if p.misnamed {
-			misnamed = append(misnamed, p.name)
+		if p.Misnamed {
+			misnamed = append(misnamed, p.Name)
 			continue
 		}
 		adopted, err := r.adopt(ctx, sg, p)
@@ -354,12 +355,12 @@ func beingCreated(sg *sharestatev1.ShareGroup) bool {
 // listPartitions lists the partitions of the group's id from the API server, a page at a time, by the
 // CRD's selectable field (so that an object without the group's label or owner is found too), and
 // records them in the book.
-func (r *ShareGroupReconciler) listPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]partitionSummary, error) {
-	var all []partitionSummary
-	err := listPages(ctx, r.APIReader, sg.Namespace, func(page []sharestatev1.SharePartitionState) error {
+func (r *ShareGroupReconciler) listPartitions(ctx context.Context, sg *sharestatev1.ShareGroup) ([]partitionbook.Summary, error) {
+	var all []partitionbook.Summary
+	err := partitionbook.ListPages(ctx, r.APIReader, sg.Namespace, func(page []sharestatev1.SharePartitionState) error {
 		for i := range page {
-			r.Book.record(&page[i])
-			all = append(all, summaryOf(&page[i]))
+			r.Book.Record(&page[i])
+			all = append(all, partitionbook.SummaryOf(&page[i]))
 		}
 		return nil
 	}, client.MatchingFields{"spec.groupId": string(sg.Spec.GroupID)})
@@ -375,20 +376,20 @@ func (r *ShareGroupReconciler) listPartitions(ctx context.Context, sg *sharestat
 // resourceVersion, since a merge patch replaces the whole owner reference list (a conflict, a
 // persister's write meanwhile, requeues the group). It returns the partition as it now is: p itself
 // when nothing was missing; nil when another ShareGroup holds it.
-func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, p partitionSummary) (*partitionSummary, error) {
+func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.ShareGroup, p partitionbook.Summary) (*partitionbook.Summary, error) {
 	if !needsAdoption(sg, p) {
 		return &p, nil
 	}
 	live := &sharestatev1.SharePartitionState{}
-	key := client.ObjectKey{Namespace: sg.Namespace, Name: p.name}
+	key := client.ObjectKey{Namespace: sg.Namespace, Name: p.Name}
 	if err := r.APIReader.Get(ctx, key, live); err != nil {
 		return nil, fmt.Errorf("reading %s to adopt it: %w", key, err)
 	}
 	if owner := metav1.GetControllerOf(live); owner != nil && owner.UID != sg.UID {
 		return nil, nil // another ShareGroup with the same group id took it meanwhile
 	}
-	if !needsAdoption(sg, summaryOf(live)) {
-		adopted := summaryOf(live)
+	if !needsAdoption(sg, partitionbook.SummaryOf(live)) {
+		adopted := partitionbook.SummaryOf(live)
 		return &adopted, nil
 	}
 	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -405,15 +406,15 @@ func (r *ShareGroupReconciler) adopt(ctx context.Context, sg *sharestatev1.Share
 	if err := r.Client.Patch(ctx, live, patch); err != nil {
 		return nil, fmt.Errorf("adopting %s: %w", key, err)
 	}
-	adopted := summaryOf(live)
+	adopted := partitionbook.SummaryOf(live)
 	return &adopted, nil
 }
 
 // needsAdoption reports whether the group must still make itself the partition's controller, label it
 // with its name, or name its topic.
-func needsAdoption(sg *sharestatev1.ShareGroup, p partitionSummary) bool {
-	nameTopic := !p.topicNamed && sg.DeclaredTopicName(p.topicID) != ""
-	return p.controller == "" || p.groupLabel != sg.Name || nameTopic
+func needsAdoption(sg *sharestatev1.ShareGroup, p partitionbook.Summary) bool {
+	nameTopic := !p.TopicNamed && sg.DeclaredTopicName(p.TopicID) != ""
+	return p.Controller == "" || p.GroupLabel != sg.Name || nameTopic
 }
 
 // maxNamesInMessage bounds the misnamed objects a condition message lists.

@@ -9,22 +9,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 // aggregate computes a group's status from its share-partitions as observed: the counts, totals and
 // the Ready and Fenced conditions. It keeps what it does not own (the last reset, the OffsetReset
 // condition) from status.
-func aggregate(sg *sharestatev1.ShareGroup, partitions []partitionSummary, status sharestatev1.ShareGroupStatus) sharestatev1.ShareGroupStatus {
-	var counts partitionCounts
+func aggregate(sg *sharestatev1.ShareGroup, partitions []partitionbook.Summary, status sharestatev1.ShareGroupStatus) sharestatev1.ShareGroupStatus {
+	var counts partitionbook.Counts
 	status.StateEpoch, status.InFlightRecords, status.DeliveryCompleteRecords = 0, 0, 0
 	for _, p := range partitions {
-		counts.add(p)
-		status.StateEpoch = max(status.StateEpoch, p.stateEpoch)
-		status.InFlightRecords += p.inFlight
-		status.DeliveryCompleteRecords += p.deliveryComplete
+		counts.Add(p)
+		status.StateEpoch = max(status.StateEpoch, p.StateEpoch)
+		status.InFlightRecords += p.InFlight
+		status.DeliveryCompleteRecords += p.DeliveryComplete
 	}
-	status.Partitions, status.InitializedPartitions = int32(counts.total), int32(counts.initialized)
-	status.FencedPartitions, status.PartitionsWithLeader = int32(counts.fenced), int32(counts.withLeader)
+	status.Partitions, status.InitializedPartitions = int32(counts.Total), int32(counts.Initialized)
+	status.FencedPartitions, status.PartitionsWithLeader = int32(counts.Fenced), int32(counts.WithLeader)
 	if r := status.LastOffsetReset; r != nil {
 		status.StateEpoch = max(status.StateEpoch, r.StateEpoch)
 	}
@@ -70,11 +71,11 @@ func fencedCondition(sg *sharestatev1.ShareGroup, s sharestatev1.ShareGroupStatu
 // declare them (semantics §6), as "<name> (topic <topicId>, partition <n>)". The brokers are answered
 // UNKNOWN_TOPIC_OR_PARTITION for such a partition, so nothing reads its state: its topic was re-created
 // under a new id or declared with fewer partitions since, or the declaration is wrong.
-func undeclared(sg *sharestatev1.ShareGroup, partitions []partitionSummary) []string {
+func undeclared(sg *sharestatev1.ShareGroup, partitions []partitionbook.Summary) []string {
 	var out []string
 	for _, p := range partitions {
-		if !sg.Declares(p.topicID, p.partition) {
-			out = append(out, fmt.Sprintf("%s (topic %s, partition %d)", p.name, p.topicID, p.partition))
+		if !sg.Declares(p.TopicID, p.Partition) {
+			out = append(out, fmt.Sprintf("%s (topic %s, partition %d)", p.Name, p.TopicID, p.Partition))
 		}
 	}
 	slices.Sort(out)

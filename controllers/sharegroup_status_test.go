@@ -12,6 +12,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 func TestAggregate(t *testing.T) {
@@ -137,10 +138,10 @@ func TestAggregateFlagsUndeclaredPartitions(t *testing.T) {
 }
 
 // summaries summarizes partitions as the partition book does.
-func summaries(partitions ...sharestatev1.SharePartitionState) []partitionSummary {
-	out := make([]partitionSummary, len(partitions))
+func summaries(partitions ...sharestatev1.SharePartitionState) []partitionbook.Summary {
+	out := make([]partitionbook.Summary, len(partitions))
 	for i := range partitions {
-		out[i] = summaryOf(&partitions[i])
+		out[i] = partitionbook.SummaryOf(&partitions[i])
 	}
 	return out
 }

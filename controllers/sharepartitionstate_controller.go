@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 // maxFenceAttempts bounds the conflicts one partition's fence absorbs before it hands the retry to
@@ -42,7 +43,7 @@ const maxFenceAttempts = 16
 // writes changes what this reconciler decides. Two things bring a partition here instead: the end of
 // its leader's pod, which the leader-pod reconciler turns into a request for each partition labelled
 // with that pod (leaderpod_controller.go), and the periodic resync, which asks for each partition
-// whose look it finds would change something (resync.go). The label is only a hint; status decides.
+// whose look it finds would change something (partitionbook.Resync, look). The label is only a hint; status decides.
 type SharePartitionStateReconciler struct {
 	// Client reads pods from the manager's cache and writes to the API server.
 	Client client.Client
@@ -65,7 +66,7 @@ type SharePartitionStateReconciler struct {
 	PartitionChanged func(namespace string, group sharestatev1.GroupID)
 	// Book records every partition as this reconciler last saw or wrote it (default: a book of its
 	// own; the operator shares one with the ShareGroup reconciler).
-	Book *PartitionBook
+	Book *partitionbook.Book
 
 	requests    chan event.GenericEvent // partitions to reconcile, from the leader-pod reconciler and the resync
 	listed      sync.Map                // types.NamespacedName → *SharePartitionState: as its requester listed it
@@ -92,7 +93,7 @@ func (r *SharePartitionStateReconciler) SetupWithManager(mgr ctrl.Manager) error
 		r.ResyncPeriod = DefaultResyncPeriod
 	}
 	if r.Book == nil {
-		r.Book = NewPartitionBook()
+		r.Book = partitionbook.New()
 	}
 	r.requests = make(chan event.GenericEvent, requestsBuffer)
 	err := ctrl.NewControllerManagedBy(mgr).
@@ -106,7 +107,10 @@ func (r *SharePartitionStateReconciler) SetupWithManager(mgr ctrl.Manager) error
 	if err := (&leaderPodReconciler{partitions: r}).setupWithManager(mgr); err != nil {
 		return err
 	}
-	return mgr.Add(&partitionResync{r: r})
+	return mgr.Add(&partitionbook.Resync{
+		Reader: r.APIReader, Namespaces: r.Namespaces, Period: r.ResyncPeriod, Clock: r.Clock, Book: r.Book,
+		Look: r.look, Passed: r.passed,
+	})
 }
 
 // request asks for a reconcile of the partition, as just listed from the API server. Its reconcile
@@ -138,7 +142,7 @@ func (r *SharePartitionStateReconciler) current(ctx context.Context, key types.N
 		}
 		return nil, fmt.Errorf("reading %s: %w", key, err)
 	}
-	dropStateBatches(obj)
+	partitionbook.DropStateBatches(obj)
 	return obj, nil
 }
 
@@ -179,31 +183,6 @@ func (r *SharePartitionStateReconciler) graceLeft(pod *corev1.Pod) time.Duration
 	return max(0, r.NotReadyGrace-r.Clock.Now().Sub(since))
 }
 
-// listPages lists the partitions of namespace ("" for all) from reader a page at a time, and hands
-// each page to visit, without the partitions' state batches (dropStateBatches).
-func listPages(ctx context.Context, reader client.Reader, namespace string, visit func([]sharestatev1.SharePartitionState) error, opts ...client.ListOption) error {
-	opts = append([]client.ListOption{client.InNamespace(namespace), client.Limit(listPageSize)}, opts...) // the caller's win
-	for token := ""; ; {
-		var page sharestatev1.SharePartitionStateList
-		if err := reader.List(ctx, &page, append(opts, client.Continue(token))...); err != nil {
-			return err
-		}
-		for i := range page.Items {
-			dropStateBatches(&page.Items[i])
-		}
-		if err := visit(page.Items); err != nil {
-			return err
-		}
-		if token = page.Continue; token == "" {
-			return nil
-		}
-	}
-}
-
-// listPageSize bounds the partitions one List returns: a broker may lead thousands, each with up to
-// 10,000 batches.
-const listPageSize = 500
-
 // reconcilePartition fences the partition if its recorded leader is stale, keeps its conditions
 // current and its leader-pod label in line with its status. obj is the partition as just read from
 // the API server; it is changed to what was written. It returns when to look again (a not-Ready
@@ -220,7 +199,7 @@ func (r *SharePartitionStateReconciler) reconcilePartition(ctx context.Context, 
 		err = r.writeStatus(ctx, obj, verdict)
 		if err == nil {
 			err = r.repairLabel(ctx, obj)
-			r.Book.record(obj)
+			r.Book.Record(obj)
 			return verdict.recheckAfter, err
 		}
 		if !apierrors.IsConflict(err) || attempt == maxFenceAttempts {
@@ -500,4 +479,36 @@ func (r *SharePartitionStateReconciler) needsReconcile(ctx context.Context, obj 
 	}
 	planned, _ := plannedStatus(obj, verdict)
 	return !equality.Semantic.DeepEqual(obj.Status, planned.Status)
+}
+
+// DefaultResyncPeriod is how often the fencing reconciler looks at every partition when no pod event
+// brings it there (--partition-resync-period).
+const DefaultResyncPeriod = partitionbook.DefaultPeriod
+
+// look is the resync's look at a partition it listed (and recorded in the book): it reports a change
+// of the partition's leader and asks for its reconcile when that would change something
+// (needsReconcile). A partition it cannot judge (its pod unreadable from the cache) is asked for too:
+// its reconcile retries with the work queue's back-off.
+func (r *SharePartitionStateReconciler) look(ctx context.Context, obj *sharestatev1.SharePartitionState) error {
+	r.reportLeaderChange(client.ObjectKeyFromObject(obj), obj)
+	if !r.needsReconcile(ctx, obj) {
+		return nil
+	}
+	return r.request(ctx, obj)
+}
+
+// passed takes the end of a resync pass: its duration, and, when it listed every partition, the
+// partition gauges' counts, and it forgets the leader epochs of the partitions that are gone.
+func (r *SharePartitionStateReconciler) passed(pass partitionbook.Pass) {
+	resyncDuration.Observe(pass.Took.Seconds())
+	if pass.Err != nil {
+		return
+	}
+	r.counts.set(pass.Counts)
+	r.leaderEpoch.Range(func(key, _ any) bool {
+		if k := key.(types.NamespacedName); !pass.Seen[k] {
+			r.leaderEpoch.Delete(k)
+		}
+		return true
+	})
 }

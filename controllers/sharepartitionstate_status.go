@@ -116,8 +116,3 @@ func setFenceRefused(obj *sharestatev1.SharePartitionState, verdict leaderVerdic
 // when it initializes the state or records a new leader, so the operator's write is then skipped as
 // unchanged.
 func setObservedConditions(obj *sharestatev1.SharePartitionState) { obj.SetObservedConditions() }
-
-// isFenced reports whether the partition is fenced and not yet taken by a new leader.
-func isFenced(obj *sharestatev1.SharePartitionState) bool {
-	return obj.Status.Leader == nil && meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionFenced)
-}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 )
 
 func TestJudgeLeader(t *testing.T) {
@@ -72,7 +73,7 @@ func TestFenceAndConditions(t *testing.T) {
 	}
 	fence(obj, leaderVerdict{stale: true, reason: sharestatev1.ReasonLeaderPodDeleted, message: "gone"})
 	setObservedConditions(obj)
-	if obj.Status.StateEpoch != 5 || obj.Status.Leader != nil || !isFenced(obj) {
+	if obj.Status.StateEpoch != 5 || obj.Status.Leader != nil || !partitionbook.IsFenced(obj) {
 		t.Fatalf("after the fence: %+v", obj.Status)
 	}
 	if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); c.Reason != sharestatev1.ReasonLeaderPodDeleted {
@@ -81,13 +82,13 @@ func TestFenceAndConditions(t *testing.T) {
 	// A new leader's Read clears it.
 	obj.Status.Leader = &sharestatev1.LeaderRef{BrokerID: 2, PodName: "kafka-2", LeaderEpoch: 3}
 	setObservedConditions(obj)
-	if isFenced(obj) {
+	if partitionbook.IsFenced(obj) {
 		t.Fatal("still fenced after a new leader")
 	}
 	// A reset clears the leader without a fence: no leader, not fenced.
 	obj.Status.Leader = nil
 	setObservedConditions(obj)
-	if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); isFenced(obj) || c.Reason != sharestatev1.ReasonNoLeader {
+	if c := meta.FindStatusCondition(obj.Status.Conditions, sharestatev1.ConditionFenced); partitionbook.IsFenced(obj) || c.Reason != sharestatev1.ReasonNoLeader {
 		t.Fatalf("after a reset: %+v", c)
 	}
 	if !meta.IsStatusConditionTrue(obj.Status.Conditions, sharestatev1.ConditionInitialized) || obj.Status.ObservedGeneration != 1 {

@@ -23,6 +23,7 @@ import (
 
 	sharestatev1 "github.com/sharestate/sharestate-operator/api/v1alpha1"
 	"github.com/sharestate/sharestate-operator/controllers"
+	"github.com/sharestate/sharestate-operator/controllers/partitionbook"
 	"github.com/sharestate/sharestate-operator/internal/metricsauth"
 )
 
@@ -147,7 +148,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	}
 	// What the operator knows of the partitions: filled by the fencing reconciler's resync and fences,
 	// read by the ShareGroup reconciler.
-	book := controllers.NewPartitionBook()
+	book := partitionbook.New()
 	groups := &controllers.ShareGroupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LiveClient: live, Recorder: mgr.GetEventRecorder("sharestate-operator"),
 		TotalsRefresh: opts.TotalsRefresh, Book: book,

@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"pkg/sharestate/internal/fanout", "pkg/sharestate/kafkawire", "internal/metricsreg"},
 	{"pkg/sharestate/kafkawire/serve", "pkg/sharestate/leader"},
 	{"pkg/sharestate/persister"},
-	{"internal/prommetrics"},
+	{"internal/prommetrics", "controllers/partitionbook"},
 	{"controllers", "internal/metricsauth", "internal/kubeconfig"},
 	{"internal/operator", "internal/sidecar", "internal/plugin"},
 	{"cmd/", "hack/", "test/"},

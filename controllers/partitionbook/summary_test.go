@@ -1,4 +1,4 @@
-package controllers
+package partitionbook
 
 import (
 	"testing"
@@ -22,9 +22,9 @@ func TestSummaryOfAPartition(t *testing.T) {
 			StateBatches: []sharestatev1.StateBatch{"10-14/0/1", "15/2/1", "16-17/3/1"}, CreateTime: &now,
 			Leader: &sharestatev1.LeaderRef{BrokerID: 1, PodName: "kafka-0", PodUID: "u", LeaderEpoch: 3, Since: now}},
 	}
-	want := partitionSummary{name: "p", misnamed: true, topicID: "q1Sh0o2QRbuBzMz8vEMbvQ", partition: 7, stateEpoch: 2, initialized: true,
-		withLeader: true, inFlight: 7, deliveryComplete: 4, controller: "group-uid", groupLabel: "g", topicNamed: true}
-	if got := summaryOf(full); got != want {
+	want := Summary{Name: "p", Misnamed: true, TopicID: "q1Sh0o2QRbuBzMz8vEMbvQ", Partition: 7, StateEpoch: 2, Initialized: true,
+		WithLeader: true, InFlight: 7, DeliveryComplete: 4, Controller: "group-uid", GroupLabel: "g", TopicNamed: true}
+	if got := SummaryOf(full); got != want {
 		t.Fatalf("summary %+v, want %+v", got, want)
 	}
 
@@ -32,17 +32,17 @@ func TestSummaryOfAPartition(t *testing.T) {
 	counted.Status.InFlightRecords = ptr.To[int64](9)
 	counted.Status.StateBatches = []sharestatev1.StateBatch{"garbage"}
 	counted.Status.DeliveryCompleteCount = -1
-	if got := summaryOf(counted); got.inFlight != 9 || got.deliveryComplete != 0 {
+	if got := SummaryOf(counted); got.InFlight != 9 || got.DeliveryComplete != 0 {
 		t.Fatalf("a status counting 9 in flight, delivery-complete unknown: %+v", got)
 	}
 	corrupt := full.DeepCopy()
 	corrupt.Status.StateBatches = []sharestatev1.StateBatch{"garbage"}
-	if got := summaryOf(corrupt); got.inFlight != 0 {
-		t.Fatalf("corrupt batches count %d in flight, want 0", got.inFlight)
+	if got := SummaryOf(corrupt); got.InFlight != 0 {
+		t.Fatalf("corrupt batches count %d in flight, want 0", got.InFlight)
 	}
 	bare := &sharestatev1.SharePartitionState{}
 	bare.Name = sharestatev1.SharePartitionStateName("", "", 0)
-	if got := summaryOf(bare); got != (partitionSummary{name: bare.Name}) {
+	if got := SummaryOf(bare); got != (Summary{Name: bare.Name}) {
 		t.Fatalf("an empty partition's summary %+v", got)
 	}
 }
@@ -59,7 +59,7 @@ func TestDropStateBatches(t *testing.T) {
 			StateBatches: []sharestatev1.StateBatch{"10-14/0/1", "15/2/1", "16-17/3/1"}},
 	}
 	slim := full.DeepCopy()
-	dropStateBatches(slim)
+	DropStateBatches(slim)
 	kept := full.DeepCopy()
 	kept.ManagedFields, kept.Status.StateBatches, kept.Status.InFlightRecords = nil, nil, ptr.To[int64](7)
 	if !equality.Semantic.DeepEqual(kept, slim) {
@@ -67,8 +67,8 @@ func TestDropStateBatches(t *testing.T) {
 	}
 	counted := full.DeepCopy()
 	counted.Status.InFlightRecords = ptr.To[int64](9)
-	dropStateBatches(counted)
-	if got := inFlight(counted); got != 9 {
+	DropStateBatches(counted)
+	if got := InFlight(counted); got != 9 {
 		t.Fatalf("the persister's count of 9 became %d", got)
 	}
 }
