@@ -174,6 +174,9 @@ type groupScope struct {
 	// (a pass whose phases stopped before keeps the aggregate it had).
 	partitions []partitionbook.Summary
 	listed     bool
+	// resetCompleted, when not empty, says the reset completed in this pass (the event's message): the
+	// status write that stores it must be conditional, and the event follows it.
+	resetCompleted string
 }
 
 // conflictRetryAfter is how soon a pass whose conditional patch conflicted runs again: about the time
@@ -285,11 +288,13 @@ func (r *ShareGroupReconciler) ensureFinalizer(ctx context.Context, s *groupScop
 	return nil
 }
 
-// writeStatus writes the group's aggregate, recomputed from the partitions observed (if the phases
-// got as far as listing them), once and only when it changed. The aggregate is recomputed on every
-// pass and only this reconciler writes it, so a merge patch of what changed is enough; an update
-// conditional on a resourceVersion the cache has not caught up with would only conflict and retry.
-// (The reset's start, which acts on an epoch decision, is a conditional update of its own.)
+// writeStatus writes what the pass's phases set: the group's aggregate, recomputed from the partitions
+// observed (if the phases got as far as listing them), the adoption's and the reset's conditions,
+// once and only when something changed. The aggregate is recomputed on every pass and only this
+// reconciler writes it, so a merge patch of what changed is enough; an update conditional on a
+// resourceVersion the cache has not caught up with would only conflict and retry. A pass that
+// completed a reset writes conditionally, and reports the completion once it is stored. (The reset's
+// start, which acts on an epoch decision, is a conditional update of its own.)
 func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) error {
 	if s.listed {
 		s.group.Status = aggregate(s.group, s.partitions, s.group.Status)
@@ -297,9 +302,14 @@ func (r *ShareGroupReconciler) writeStatus(ctx context.Context, s *groupScope) e
 	if equality.Semantic.DeepEqual(s.stored.Status, s.group.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, s.group, client.MergeFrom(s.stored)); err != nil {
+	patch := client.MergeFrom(s.stored)
+	if s.resetCompleted != "" {
+		patch = client.MergeFromWithOptions(s.stored, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.Client.Status().Patch(ctx, s.group, patch); err != nil {
 		return fmt.Errorf("updating the status: %w", err)
 	}
+	r.reportCompletedReset(s)
 	return nil
 }
 

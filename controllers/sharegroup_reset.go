@@ -34,8 +34,9 @@ const maxResetRounds = 3
 // initializes every named partition at it with the new start offset, which fences every live leader.
 // The recorded request id makes a request run once however often the group is reconciled.
 //
-// The reset owns status.lastOffsetReset and the OffsetReset condition; its start and its completion,
-// each written here conditionally on the group's resourceVersion, move the scope's stored group.
+// The reset owns status.lastOffsetReset and the OffsetReset condition. Its start is written here,
+// conditionally on the group's resourceVersion, before any partition is touched, and moves the scope's
+// stored group; its completion goes with the pass's status write, then conditional too.
 func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope) error {
 	sg := s.group
 	req := sg.Spec.OffsetReset
@@ -84,27 +85,26 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope
 	return r.completeReset(ctx, s, int32(len(targets)))
 }
 
-// completeReset records the reset's completion in one status write conditional on the group's
-// resourceVersion, and only once that write succeeded reports it with an event. Recorded before the
-// write, the event would be recorded again by every pass that retries a failed write; and a pass
-// working on a cached group from before the completion conflicts here instead of completing (and
-// reporting) the reset a second time. The scope's group takes the completion only once it is stored:
-// the pass's final status write must not store it behind the event's back.
-func (r *ShareGroupReconciler) completeReset(ctx context.Context, s *groupScope, partitions int32) error {
-	done := s.group.DeepCopy()
-	reset := done.Status.LastOffsetReset
+// completeReset records the reset's completion in the pass's group: the pass's status write, which
+// then is conditional on the group's resourceVersion, stores it, and only once that write succeeded is
+// it reported with an event (reportCompletedReset). Recorded before the write, the event would be
+// recorded again by every pass that retries a failed write; and a pass working on a cached group from
+// before the completion conflicts there instead of completing (and reporting) the reset a second time.
+func (r *ShareGroupReconciler) completeReset(_ context.Context, s *groupScope, partitions int32) error {
+	reset := s.group.Status.LastOffsetReset
 	now := metav1.NewTime(r.Clock.Now())
 	reset.CompletionTime, reset.Partitions = &now, partitions
-	message := fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", reset.ID, partitions, reset.StateEpoch)
-	meta.SetStatusCondition(&done.Status.Conditions, metav1.Condition{Type: sharestatev1.ConditionOffsetReset,
-		Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonResetCompleted, ObservedGeneration: done.Generation, Message: message})
-	if err := r.Client.Status().Update(ctx, done); err != nil {
-		return fmt.Errorf("recording the completion of reset %q: %w", reset.ID, err)
-	}
-	*s.group = *done
-	s.stored = done.DeepCopy()
-	r.Recorder.Eventf(s.group, nil, "Normal", sharestatev1.EventReasonOffsetReset, "Reset", "%s", message)
+	s.resetCompleted = fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", reset.ID, partitions, reset.StateEpoch)
+	meta.SetStatusCondition(&s.group.Status.Conditions, metav1.Condition{Type: sharestatev1.ConditionOffsetReset,
+		Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonResetCompleted, ObservedGeneration: s.group.Generation, Message: s.resetCompleted})
 	return nil
+}
+
+// reportCompletedReset emits the event of a reset whose completion the pass stored.
+func (r *ShareGroupReconciler) reportCompletedReset(s *groupScope) {
+	if s.resetCompleted != "" {
+		r.Recorder.Eventf(s.group, nil, "Normal", sharestatev1.EventReasonOffsetReset, "Reset", "%s", s.resetCompleted)
+	}
 }
 
 // startReset chooses the reset's state epoch from the partitions as the API server has them and
