@@ -40,11 +40,18 @@ func (p *leaderPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	listed := r.Clock.Now()
 	led, err := p.partitionsLabelled(ctx, req.Namespace, req.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	for _, partition := range sortInGroupOrder(led) {
+		// A pod's end comes in two events (terminating, then deleted), the second often while the
+		// first's fences run: a partition fenced since this List began needs nothing more from this
+		// pod, and its copy, older than the fence, would only make the write conflict.
+		if r.fencedSince(client.ObjectKeyFromObject(partition), listed) {
+			continue
+		}
 		if err := r.request(ctx, partition); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -70,6 +70,7 @@ type SharePartitionStateReconciler struct {
 
 	requests    chan event.GenericEvent // partitions to reconcile, from the leader-pod reconciler and the resync
 	listed      sync.Map                // types.NamespacedName → *SharePartitionState: as its requester listed it
+	fencedAt    sync.Map                // types.NamespacedName → time.Time: when this operator last fenced it
 	gone        goneUIDs
 	counts      countsOfLastPass
 	fenceEvents eventCounter
@@ -127,6 +128,13 @@ func (r *SharePartitionStateReconciler) request(ctx context.Context, obj *shares
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// fencedSince reports whether this operator fenced the partition at or after the moment since: a
+// decision on a state at least as new as one listed then.
+func (r *SharePartitionStateReconciler) fencedSince(key types.NamespacedName, since time.Time) bool {
+	at, ok := r.fencedAt.Load(key)
+	return ok && !at.(time.Time).Before(since)
 }
 
 // current returns the partition as listed by its requester, or else as read from the API server now;
@@ -235,6 +243,7 @@ func (r *SharePartitionStateReconciler) writeStatus(ctx context.Context, obj *sh
 	case exhausted:
 		r.reportFenceRefused(ctx, obj, updated, verdict)
 	case verdict.stale:
+		r.fencedAt.Store(client.ObjectKeyFromObject(obj), r.Clock.Now())
 		fencesTotal.WithLabelValues(verdict.reason).Inc()
 		ctrl.LoggerFrom(ctx).Info("Fenced stale leader", "reason", verdict.reason, "stateEpoch", updated.Status.StateEpoch, "detail", verdict.message)
 		r.reportFence(obj.Status.Leader, updated, verdict)
@@ -505,6 +514,12 @@ func (r *SharePartitionStateReconciler) passed(pass partitionbook.Pass) {
 		return
 	}
 	r.counts.set(pass.Counts)
+	r.fencedAt.Range(func(key, at any) bool {
+		if r.Clock.Since(at.(time.Time)) > pass.Took {
+			r.fencedAt.Delete(key) // no pod request still listing began before it
+		}
+		return true
+	})
 	r.leaderEpoch.Range(func(key, _ any) bool {
 		if k := key.(types.NamespacedName); !pass.Seen[k] {
 			r.leaderEpoch.Delete(k)
