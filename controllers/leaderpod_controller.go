@@ -18,8 +18,8 @@ import (
 // leaderPodReconciler turns the end of a pod into requests of the SharePartitionState reconciler: a
 // request is a pod that may no longer lead what it led (podMayHaveGone), and its reconcile lists the
 // partitions labelled with that pod (sharestatev1.LabelLeaderPod) from the API server and asks for a
-// reconcile of each, in group order, handing over the partition as listed. It decides and writes nothing itself: the
-// partitions' reconciles read each one's status, which says who leads.
+// reconcile of each, in group order, handing over the partition as listed. It decides and writes
+// nothing itself: the partitions' reconciles decide on each one's status, which says who leads.
 type leaderPodReconciler struct {
 	partitions *SharePartitionStateReconciler
 }

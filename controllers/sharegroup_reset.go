@@ -82,7 +82,8 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope
 		}
 		last = nil // start again at a higher epoch
 	}
-	return r.completeReset(ctx, s, int32(len(targets)))
+	r.completeReset(s, int32(len(targets)))
+	return nil
 }
 
 // completeReset records the reset's completion in the pass's group: the pass's status write, which
@@ -90,14 +91,13 @@ func (r *ShareGroupReconciler) reconcileReset(ctx context.Context, s *groupScope
 // it reported with an event (reportCompletedReset). Recorded before the write, the event would be
 // recorded again by every pass that retries a failed write; and a pass working on a cached group from
 // before the completion conflicts there instead of completing (and reporting) the reset a second time.
-func (r *ShareGroupReconciler) completeReset(_ context.Context, s *groupScope, partitions int32) error {
+func (r *ShareGroupReconciler) completeReset(s *groupScope, partitions int32) {
 	reset := s.group.Status.LastOffsetReset
 	now := metav1.NewTime(r.Clock.Now())
 	reset.CompletionTime, reset.Partitions = &now, partitions
 	s.resetCompleted = fmt.Sprintf("reset %q initialized %d partitions at state epoch %d", reset.ID, partitions, reset.StateEpoch)
 	meta.SetStatusCondition(&s.group.Status.Conditions, metav1.Condition{Type: sharestatev1.ConditionOffsetReset,
 		Status: metav1.ConditionTrue, Reason: sharestatev1.ReasonResetCompleted, ObservedGeneration: s.group.Generation, Message: s.resetCompleted})
-	return nil
 }
 
 // reportCompletedReset emits the event of a reset whose completion the pass stored.

@@ -43,7 +43,8 @@ const maxFenceAttempts = 16
 // writes changes what this reconciler decides. Two things bring a partition here instead: the end of
 // its leader's pod, which the leader-pod reconciler turns into a request for each partition labelled
 // with that pod (leaderpod_controller.go), and the periodic resync, which asks for each partition
-// whose look it finds would change something (partitionbook.Resync, look). The label is only a hint; status decides.
+// whose look it finds would change something (partitionbook.Resync, look). The label is only a hint:
+// status decides.
 type SharePartitionStateReconciler struct {
 	// Client reads pods from the manager's cache and writes to the API server.
 	Client client.Client
@@ -514,9 +515,11 @@ func (r *SharePartitionStateReconciler) passed(pass partitionbook.Pass) {
 		return
 	}
 	r.counts.set(pass.Counts)
+	// A fence from before this pass began matters only to a pod request whose List began earlier still
+	// and that is still asking for its partitions, a pass later: there is none.
 	r.fencedAt.Range(func(key, at any) bool {
 		if r.Clock.Since(at.(time.Time)) > pass.Took {
-			r.fencedAt.Delete(key) // no pod request still listing began before it
+			r.fencedAt.Delete(key)
 		}
 		return true
 	})
